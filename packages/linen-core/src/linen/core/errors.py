@@ -1,0 +1,492 @@
+"""Typed errors of linen.
+
+Every error derives from :class:`LinenError`. Class names follow Flax's
+(``<Verb><Object><Type>Error``) so that ``except`` clauses written for
+``flax.errors`` carry over; ``FlaxError`` is an alias of the base class.
+
+Each message says what went wrong, where (module path, collection, variable) and
+how to fix it. Each class docstring shows code that raises it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    'LinenError',
+    'FlaxError',
+    'ApplyScopeInvalidVariablesTypeError',
+    'ApplyScopeInvalidVariablesStructureError',
+    'ScopeParamNotFoundError',
+    'ScopeCollectionNotFound',
+    'ScopeParamShapeError',
+    'ScopeVariableNotFoundError',
+    'ModifyScopeVariableError',
+    'InvalidFilterError',
+    'InvalidScopeError',
+    'InvalidRngError',
+    'NameInUseError',
+    'AssignSubModuleError',
+    'SetAttributeInModuleSetupError',
+    'SetAttributeFrozenModuleError',
+    'MultipleMethodsCompactError',
+    'ReservedModuleAttributeError',
+    'ApplyModuleInvalidMethodError',
+    'CallCompactUnboundModuleError',
+    'CallSetupUnboundModuleError',
+    'CallUnbindOnUnboundModuleError',
+    'CallShareScopeOnUnboundModuleError',
+    'InvalidInstanceModuleError',
+    'IncorrectPostInitOverrideError',
+    'DescriptorAttributeError',
+    'JaxTransformError',
+    'TransformTargetError',
+    'TransformedMethodReturnValueError',
+    'InvalidCheckpointError',
+    'LazyInitError',
+    'PartitioningUnspecifiedError',
+    'PluginError',
+    'PluginLoadError',
+    'PluginHookError',
+    'PluginExportConflictError',
+    'ConfigError',
+]
+
+
+class LinenError(Exception):
+    """Base class of every error linen raises on purpose."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+
+
+FlaxError = LinenError
+
+
+def _where(path: str | None) -> str:
+    return f'"/{path}"' if path else 'the root'
+
+
+# --------------------------------------------------------------------------- scope
+
+
+class ApplyScopeInvalidVariablesTypeError(LinenError, TypeError):
+    """``apply`` got variables that are not a mapping of collections.
+
+    >>> model.apply(jnp.ones(3), x)  # doctest: +SKIP
+    """
+
+    def __init__(self, got=None):
+        kind = type(got).__name__ if got is not None else 'a non-mapping'
+        super().__init__(
+            f'The first argument passed to an apply function should be a mapping of '
+            f'collections (e.g. {{"params": {{...}}}}), got {kind}. '
+            'Pass the dictionary returned by `init`.'
+        )
+
+
+class ApplyScopeInvalidVariablesStructureError(LinenError, ValueError):
+    """``apply`` got a mapping whose values are not collections.
+
+    >>> model.apply(variables['params'], x)  # doctest: +SKIP
+    """
+
+    def __init__(self, variables=None):
+        keys = list(variables.keys())[:5] if variables is not None else []
+        super().__init__(
+            'Expected the first argument passed to an apply function to be a dictionary '
+            "of collections containing a 'params' key, e.g. `{'params': {...}}`; "
+            f'got a mapping with keys {keys} whose values are not all mappings. '
+            "If you passed `variables['params']`, pass `{'params': params}` instead."
+        )
+
+
+class ScopeParamNotFoundError(LinenError, KeyError):
+    """A parameter is missing on apply: the variables do not hold it.
+
+    >>> Dense(3).apply({'params': {}}, x)  # doctest: +SKIP
+    """
+
+    def __init__(self, param_name: str, scope_path: str):
+        self.param_name, self.scope_path = param_name, scope_path
+        super().__init__(
+            f'Could not find parameter named "{param_name}" in scope {_where(scope_path)} '
+            'of collection "params". The variables passed to `apply` do not match the '
+            'model: re-create them with `init`, or check the module names and the '
+            'checkpoint you loaded.'
+        )
+
+    def __str__(self):  # KeyError would repr() the message
+        return self.args[0]
+
+
+class ScopeCollectionNotFound(LinenError, KeyError):
+    """A variable is requested from a collection the variables do not have.
+
+    >>> model.apply({'params': p}, x)  # a BatchNorm needs 'batch_stats' # doctest: +SKIP
+    """
+
+    def __init__(self, col_name: str, var_name: str, scope_path: str):
+        self.col_name, self.var_name, self.scope_path = col_name, var_name, scope_path
+        super().__init__(
+            f'Tried to access "{var_name}" from collection "{col_name}" in scope '
+            f'{_where(scope_path)} but the collection is empty or absent. Pass the '
+            f'"{col_name}" collection returned by `init` to `apply`, or make it mutable '
+            f'with `mutable=["{col_name}"]` so it can be created.'
+        )
+
+    def __str__(self):
+        return self.args[0]
+
+
+class ScopeParamShapeError(LinenError, ValueError):
+    """A stored parameter's shape differs from what its initializer gives.
+
+    >>> Dense(4).apply(Dense(3).init(key, x), x)  # doctest: +SKIP
+    """
+
+    def __init__(self, param_name: str, scope_path: str, value_shape, init_shape):
+        self.param_name, self.scope_path = param_name, scope_path
+        super().__init__(
+            f'Initializer expected to generate shape {tuple(init_shape)} but got shape '
+            f'{tuple(value_shape)} instead for parameter "{param_name}" in {_where(scope_path)}. '
+            'The module attributes or input shapes differ from those the variables were '
+            'initialized with: re-initialize, or construct the module as it was at `init`.'
+        )
+
+
+class ScopeVariableNotFoundError(LinenError, KeyError):
+    """A variable is read that does not exist and cannot be created here."""
+
+    def __init__(self, name: str, col: str, scope_path: str):
+        self.name, self.col, self.scope_path = name, col, scope_path
+        super().__init__(
+            f'No variable named "{name}" in collection "{col}" of scope {_where(scope_path)}. '
+            f'Pass it to `apply`, or make "{col}" mutable so it can be initialized.'
+        )
+
+    def __str__(self):
+        return self.args[0]
+
+
+class ModifyScopeVariableError(LinenError):
+    """A variable of an immutable collection is written.
+
+    >>> model.apply(variables, x)  # a BatchNorm updates 'batch_stats' # doctest: +SKIP
+    """
+
+    def __init__(self, col: str, variable_name: str, scope_path: str):
+        self.col, self.variable_name, self.scope_path = col, variable_name, scope_path
+        super().__init__(
+            f'Cannot update variable "{variable_name}" in {_where(scope_path)} because '
+            f'collection "{col}" is immutable. Pass `mutable=["{col}"]` to `apply` '
+            '(it then returns `(output, updated_variables)`).'
+        )
+
+
+class InvalidFilterError(LinenError, TypeError):
+    """A collection filter is not a bool, str, collection of str or DenyList."""
+
+    def __init__(self, filter_like):
+        super().__init__(
+            f'Invalid collection filter {filter_like!r} of type {type(filter_like).__name__}. '
+            'Use True, False, a collection name, a list of names, or DenyList(...).'
+        )
+
+
+class InvalidScopeError(LinenError):
+    """A scope is used after the function that created it returned."""
+
+    def __init__(self, scope_name: str):
+        super().__init__(
+            f'The scope "{scope_name}" is no longer valid: it was used outside the '
+            '`init`/`apply` call (or transform) that created it. Do not keep scopes or '
+            'bound modules past the call; use `module.bind(variables)` for interactive use.'
+        )
+
+
+class InvalidRngError(LinenError, ValueError):
+    """An rng stream is requested that was not provided (and no 'params' fallback).
+
+    >>> model.apply(variables, x)  # Dropout needs rngs={'dropout': key} # doctest: +SKIP
+    """
+
+    def __init__(self, msg: str):
+        super().__init__(msg)
+
+
+# -------------------------------------------------------------------------- module
+
+
+class NameInUseError(LinenError):
+    """Two submodules or variables of one module got the same name."""
+
+    def __init__(self, key_type: str, value: str, module_name: str):
+        super().__init__(
+            f'Could not create {key_type} "{value}" in Module {module_name}: the name is '
+            'in use. Give one of them a different `name=`.'
+        )
+
+
+class AssignSubModuleError(LinenError, AttributeError):
+    """A submodule is assigned to an attribute outside ``setup``."""
+
+    def __init__(self, cls: str):
+        super().__init__(
+            f'Submodule {cls} must be defined in `setup()` or in a method wrapped in '
+            '`@compact`. Move the assignment into `setup`, or create the submodule '
+            'inline inside the `@compact` method.'
+        )
+
+
+class SetAttributeInModuleSetupError(LinenError, AttributeError):
+    """A dataclass field is reassigned inside ``setup``."""
+
+    def __init__(self):
+        super().__init__(
+            'Module construction attributes are frozen: do not reassign a dataclass field '
+            'in `setup`. Give the derived value a new attribute name.'
+        )
+
+
+class SetAttributeFrozenModuleError(LinenError, AttributeError):
+    """An attribute of a module is set outside ``setup``."""
+
+    def __init__(self, module_cls: str, attr_name: str, attr_val=None):
+        super().__init__(
+            f"Can't set {module_cls}.{attr_name}: Module instances are frozen outside "
+            '`setup()`. Set attributes in `setup`, or create a new instance with '
+            f'`module.clone({attr_name}=...)`.'
+        )
+
+
+class MultipleMethodsCompactError(LinenError):
+    """More than one method of a Module class is decorated with ``@compact``."""
+
+    def __init__(self, cls_name: str = '', methods=()):
+        names = ', '.join(methods)
+        super().__init__(
+            f'Only one method per class can be @compact; {cls_name} has several'
+            + (f' ({names})' if names else '')
+            + '. Use `setup()` for the others, or `nn.compact_name_scope`.'
+        )
+
+
+class ReservedModuleAttributeError(LinenError):
+    """A Module field uses a reserved name (``parent``, ``name``)."""
+
+    def __init__(self, annotations):
+        super().__init__(
+            f'The names `parent` and `name` are reserved for Module internals; found '
+            f'{sorted(annotations)} among the fields. Rename the field.'
+        )
+
+
+class ApplyModuleInvalidMethodError(LinenError, TypeError):
+    """``method=`` names no method of the module."""
+
+    def __init__(self, method, module_cls: str = ''):
+        super().__init__(
+            f'Cannot call apply()/init() with method={method!r}'
+            + (f' on {module_cls}' if module_cls else '')
+            + ': it is not a method of the module nor a callable. Pass a method name '
+            'string, a (bound or unbound) method, or a function whose first argument is '
+            'the module.'
+        )
+
+
+class CallCompactUnboundModuleError(LinenError):
+    """A ``@compact`` method is called on a module that has no variables bound."""
+
+    def __init__(self, module_cls: str = 'Module', method: str = '__call__'):
+        super().__init__(
+            f"Can't call compact method {module_cls}.{method} on an unbound module: it "
+            'has no variables. Use `module.init(key, ...)`, `module.apply(variables, ...)` '
+            'or `module.bind(variables)`.'
+        )
+
+
+class CallSetupUnboundModuleError(LinenError):
+    """``setup`` is triggered on an unbound module."""
+
+    def __init__(self, module_cls: str = 'Module'):
+        super().__init__(
+            f"Can't run setup of {module_cls} on an unbound module. Bind it first with "
+            '`module.bind(variables)`, or call it through `init`/`apply`.'
+        )
+
+
+class CallUnbindOnUnboundModuleError(LinenError):
+    """``unbind`` is called on an unbound module."""
+
+    def __init__(self):
+        super().__init__(
+            "Can't call `unbind()` on a module that is not bound. Use "
+            '`module.bind(variables)` first.'
+        )
+
+
+class CallShareScopeOnUnboundModuleError(LinenError):
+    """``share_scope`` is called on an unbound module."""
+
+    def __init__(self):
+        super().__init__(
+            "Can't call `share_scope` on unbound modules; call it inside `setup` or a "
+            '`@compact` method.'
+        )
+
+
+class InvalidInstanceModuleError(LinenError):
+    """A Module method is called on the class instead of an instance."""
+
+    def __init__(self):
+        super().__init__(
+            'Can only call init/apply on an instance of a Module, not on the class: '
+            'write `MyModule(...).init(...)`.'
+        )
+
+
+class IncorrectPostInitOverrideError(LinenError):
+    """A subclass overrides ``__post_init__`` without calling ``super().__post_init__()``."""
+
+    def __init__(self):
+        super().__init__(
+            'Overrode `__post_init__` without calling `super().__post_init__()`: add the '
+            'call at the start of your `__post_init__`.'
+        )
+
+
+class DescriptorAttributeError(LinenError):
+    """An attribute error raised inside a property or descriptor of a Module."""
+
+    def __init__(self):
+        super().__init__(
+            'An AttributeError was raised inside a property or descriptor of a Module; '
+            'see the chained exception for the attribute that is missing.'
+        )
+
+
+# ---------------------------------------------------------------------- transforms
+
+
+class JaxTransformError(LinenError):
+    """A JAX transform is applied across a module boundary in an unsupported way."""
+
+    def __init__(self, msg: str = ''):
+        super().__init__(
+            msg
+            or 'Jax transforms and modules cannot be mixed this way: use the lifted '
+            'transform (`nn.jit`, `nn.vmap`, ...) on the Module or the method.'
+        )
+
+
+class TransformTargetError(LinenError, TypeError):
+    """A lifted transform is applied to something that is neither a Module class nor a method."""
+
+    def __init__(self, target):
+        super().__init__(
+            f'Linen transforms apply to a Module class or a Module method; got {target!r}. '
+            'For plain functions use the JAX transform.'
+        )
+
+
+class TransformedMethodReturnValueError(LinenError):
+    """A transformed method returned a Module."""
+
+    def __init__(self, name: str):
+        super().__init__(
+            f'Transformed module method {name} cannot return Modules or Variables: '
+            'return arrays, and build submodules outside the transformed method.'
+        )
+
+
+# ------------------------------------------------------------------- serialization
+
+
+class InvalidCheckpointError(LinenError, ValueError):
+    """Bytes or a state dict that cannot be restored."""
+
+    def __init__(self, msg: str):
+        super().__init__(msg)
+
+
+class LazyInitError(LinenError):
+    """``lazy_init`` needed the value of an abstract input."""
+
+    def __init__(self, partial_val=None):
+        super().__init__(
+            'Lazy init encountered a value that could only be computed with concrete '
+            'inputs; pass concrete arrays (or `jax.ShapeDtypeStruct`s only where values '
+            'are not needed).'
+        )
+
+
+class PartitioningUnspecifiedError(LinenError):
+    """A transform needs ``metadata_params={PARTITION_NAME: ...}`` for boxed parameters."""
+
+    def __init__(self, target=None):
+        super().__init__(
+            'Trying to transform a Partitioned variable without specifying the name of '
+            'the new axis: pass `metadata_params={nn.PARTITION_NAME: "axis_name"}` to '
+            'the lifted transform.'
+        )
+
+
+# ------------------------------------------------------------------------- plugins
+
+
+class PluginError(LinenError):
+    """Base class of plugin failures; the message names the plugin and its distribution."""
+
+
+class PluginLoadError(PluginError, ImportError):
+    """A plugin registered in entry-point group ``linen`` failed to import."""
+
+    def __init__(self, plugin: str, distribution: str, cause: BaseException):
+        self.plugin, self.distribution = plugin, distribution
+        super().__init__(
+            f'linen plugin "{plugin}" from distribution "{distribution}" failed to load: '
+            f'{type(cause).__name__}: {cause}. Reinstall or fix that distribution, or skip '
+            f'it with LINEN_DISABLE_PLUGINS={plugin}.'
+        )
+
+
+class PluginHookError(PluginError, RuntimeError):
+    """A plugin's hook implementation raised."""
+
+    def __init__(self, plugin: str, distribution: str, hook: str, cause: BaseException):
+        self.plugin, self.distribution, self.hook = plugin, distribution, hook
+        super().__init__(
+            f'linen plugin "{plugin}" from distribution "{distribution}" raised in hook '
+            f'{hook}: {type(cause).__name__}: {cause}. Fix or uninstall that distribution, '
+            f'or skip it with LINEN_DISABLE_PLUGINS={plugin}.'
+        )
+
+
+class PluginExportConflictError(PluginError, ValueError):
+    """Two plugins contribute the same name to ``linen.nn``."""
+
+    def __init__(self, name: str, first: str, second: str):
+        self.name, self.first, self.second = name, first, second
+        super().__init__(
+            f'linen.nn.{name} is contributed by two distributions: "{first}" and '
+            f'"{second}". Rename the layer in one of them, or disable one plugin with '
+            'LINEN_DISABLE_PLUGINS.'
+        )
+
+
+class ConfigError(LinenError, KeyError):
+    """An unknown configuration flag, or a value of the wrong type."""
+
+    def __init__(self, msg: str):
+        super().__init__(msg)
+
+    def __str__(self):
+        return self.args[0]
+
+
+# The public path of every error is linen.core.errors (Haiku's habit): tracebacks
+# then name the module users import from.
+for _name in __all__:
+    _obj = globals()[_name]
+    if isinstance(_obj, type):
+        _obj.__module__ = __name__
+del _name, _obj

@@ -1,0 +1,12 @@
+"""The linen-layers plugin: contributes every layer to ``linen.nn``."""
+
+from __future__ import annotations
+
+from linen.core.hookspecs import hookimpl
+
+
+@hookimpl
+def linen_exports():
+    from linen.layers._names import LOCATION
+
+    return dict(LOCATION)

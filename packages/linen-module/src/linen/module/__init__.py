@@ -1,0 +1,5 @@
+"""linen.module."""
+
+from linen.module.__about__ import __version__ as __version__
+
+__all__ = ["__version__"]
