@@ -1,0 +1,268 @@
+"""Boxed metadata for variables, as in ``flax.core.meta``.
+
+A variable's value may be wrapped in an :class:`AxisMetadata` box that carries
+information about its axes. The box is a pytree whose only child is the value, so
+JAX transforms see through it; ``unbox`` strips the boxes from a tree. Lifted
+transforms that add or remove an axis (``vmap``, ``scan``) call ``add_axis`` /
+``remove_axis`` so the metadata follows the value's shape.
+
+:class:`Partitioned` is the box for sharding: ``names`` holds one mesh axis name (or
+``None``, or a tuple of names) per array dimension, and ``get_partition_spec`` /
+``get_sharding`` turn it into what ``jax.jit`` takes as ``out_shardings``.
+
+>>> import jax.numpy as jnp
+>>> init = with_partitioning(lambda shape: jnp.zeros(shape), ('data', None))
+>>> boxed = init((4, 2))
+>>> boxed.get_partition_spec()
+PartitionSpec('data', None)
+>>> unbox({'w': boxed})['w'].shape
+(4, 2)
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from linen.core import struct
+from linen.core.errors import LinenError, PartitioningUnspecifiedError
+
+__all__ = [
+    'PARTITION_NAME',
+    'AxisMetadata',
+    'Partitioned',
+    'add_axis',
+    'get_global_mesh',
+    'get_partition_spec',
+    'get_sharding',
+    'global_mesh_defined',
+    'is_axis_metadata',
+    'map_axis_meta',
+    'remove_axis',
+    'replace_boxed',
+    'unbox',
+    'with_partitioning',
+]
+
+# The key of a lifted transform's ``metadata_params`` that names the new mesh axis.
+PARTITION_NAME = 'partition_name'
+
+
+class AxisMetadata(struct.PyTreeNode, abc.ABC):
+    """Abstract box carrying metadata about the axes of the value it wraps.
+
+    Subclasses are struct dataclasses: declare the value as a pytree field and the
+    metadata with ``struct.field(pytree_node=False)``.
+    """
+
+    @abc.abstractmethod
+    def unbox(self) -> Any:
+        """Returns the wrapped value."""
+
+    @abc.abstractmethod
+    def replace_boxed(self, val: Any) -> AxisMetadata:
+        """Returns a box of the same metadata around ``val``."""
+
+    @abc.abstractmethod
+    def add_axis(self, index: int, params: Mapping[str, Any]) -> AxisMetadata:
+        """Returns the metadata for the value with a new axis inserted at ``index``.
+
+        Args:
+            index: where the lifted transform inserts the axis.
+            params: the transform's ``metadata_params``.
+        """
+
+    @abc.abstractmethod
+    def remove_axis(self, index: int, params: Mapping[str, Any]) -> AxisMetadata:
+        """Returns the metadata for the value with the axis at ``index`` removed."""
+
+
+def is_axis_metadata(val: Any) -> bool:
+    """True for an :class:`AxisMetadata` box."""
+    return isinstance(val, AxisMetadata)
+
+
+def map_axis_meta(fn: Callable[[AxisMetadata], Any], tree: Any) -> Any:
+    """Applies ``fn`` to every box in ``tree``, leaving other leaves unchanged."""
+    return jax.tree_util.tree_map(
+        lambda x: fn(x) if is_axis_metadata(x) else x, tree, is_leaf=is_axis_metadata
+    )
+
+
+def unbox(tree: Any) -> Any:
+    """Strips every box in ``tree``, returning the values."""
+    return map_axis_meta(lambda box: box.unbox(), tree)
+
+
+def replace_boxed(tree: Any, updates: Any) -> Any:
+    """Puts the leaves of ``updates`` (an unboxed tree) into the boxes of ``tree``."""
+    return jax.tree_util.tree_map(
+        lambda box, new: box.replace_boxed(new) if is_axis_metadata(box) else new,
+        tree,
+        updates,
+        is_leaf=is_axis_metadata,
+    )
+
+
+def add_axis(tree: Any, index: int, params: Mapping[str, Any]) -> Any:
+    """Calls ``add_axis(index, params)`` on every box in ``tree``."""
+    return map_axis_meta(lambda box: box.add_axis(index, params), tree)
+
+
+def remove_axis(tree: Any, index: int, params: Mapping[str, Any]) -> Any:
+    """Calls ``remove_axis(index, params)`` on every box in ``tree``."""
+    return map_axis_meta(lambda box: box.remove_axis(index, params), tree)
+
+
+def _legacy_physical_mesh() -> Mesh | None:
+    # The pre-`jax.set_mesh` context (`with mesh:`) lives in a private module; when a
+    # JAX release removes it, only the new API is consulted.
+    try:
+        from jax._src import mesh as mesh_lib
+
+        physical = mesh_lib.thread_resources.env.physical_mesh
+    except (ImportError, AttributeError):
+        return None
+    return None if physical.empty else physical
+
+
+def get_global_mesh() -> Mesh | None:
+    """The mesh set by ``jax.set_mesh`` (or the legacy ``with mesh:``), or ``None``."""
+    if not jax.sharding.get_abstract_mesh().empty:
+        mesh = jax.sharding.get_mesh()
+        if not getattr(mesh, 'empty', True):
+            return mesh
+    return _legacy_physical_mesh()
+
+
+def global_mesh_defined() -> bool:
+    """True inside ``jax.set_mesh(...)``/``with mesh:``, where bare PartitionSpecs apply."""
+    return not jax.sharding.get_abstract_mesh().empty or _legacy_physical_mesh() is not None
+
+
+def _hashable_names(names) -> tuple:
+    # Names are static pytree metadata, so they must hash: lists become tuples.
+    return tuple(tuple(n) if isinstance(n, list) else n for n in names)
+
+
+def _partition_name(box: AxisMetadata, params: Mapping[str, Any] | None) -> Any:
+    if not params or PARTITION_NAME not in params:
+        raise PartitioningUnspecifiedError(box)
+    return params[PARTITION_NAME]
+
+
+class Partitioned(AxisMetadata):
+    """A value with one mesh-axis name per dimension.
+
+    Attributes:
+        value: the wrapped array (a pytree child, so transforms see it).
+        names: per dimension, a mesh axis name, a tuple of them, or ``None`` (replicated).
+        mesh: the mesh the names refer to; ``None`` means the context mesh.
+    """
+
+    value: Any
+    names: tuple = struct.field(pytree_node=False)
+    mesh: Mesh | None = struct.field(pytree_node=False, default=None)
+
+    def __post_init__(self):
+        object.__setattr__(self, 'names', _hashable_names(self.names))
+
+    def unbox(self, apply_constraint: bool = True) -> Any:
+        """Returns the value, sharding-constrained when a mesh is known.
+
+        Args:
+            apply_constraint: constrain the value to ``get_partition_spec()`` when
+                ``self.mesh`` or a context mesh is set (inside ``jit`` this tells the
+                compiler the layout).
+        """
+        if apply_constraint and (self.mesh is not None or global_mesh_defined()):
+            spec = self.get_partition_spec()
+            target = NamedSharding(self.mesh, spec) if self.mesh is not None else spec
+            return jax.lax.with_sharding_constraint(self.value, target)
+        return self.value
+
+    def replace_boxed(self, val: Any) -> Partitioned:
+        return self.replace(value=val)
+
+    def get_partition_spec(self) -> PartitionSpec:
+        """Returns ``PartitionSpec(*names)``."""
+        return PartitionSpec(*self.names)
+
+    def get_sharding(self, mesh: Mesh | None = None) -> NamedSharding:
+        """Returns the ``NamedSharding`` of the value on ``self.mesh`` or else ``mesh``."""
+        mesh = self.mesh if self.mesh is not None else mesh
+        if mesh is None:
+            raise ValueError(
+                f'Partitioned value with names {self.names} has no mesh: pass one to '
+                '`get_sharding(mesh)` or to `with_partitioning(..., mesh=...)`.'
+            )
+        return NamedSharding(mesh, self.get_partition_spec())
+
+    def add_axis(self, index: int, params: Mapping[str, Any]) -> Partitioned:
+        """Inserts ``params[PARTITION_NAME]`` at ``index`` (padding with ``None`` if short)."""
+        axis_name = _partition_name(self, params)
+        names = list(self.names)
+        while len(names) < index:
+            names.append(None)
+        names.insert(index, axis_name)
+        return self.replace(names=tuple(names))
+
+    def remove_axis(self, index: int, params: Mapping[str, Any]) -> Partitioned:
+        """Removes the name at ``index``, which must be ``params[PARTITION_NAME]``."""
+        axis_name = _partition_name(self, params)
+        names = list(self.names)
+        if index >= len(names) or names[index] != axis_name:
+            found = names[index] if index < len(names) else '<no axis>'
+            raise LinenError(
+                f'Cannot remove axis {index} named {axis_name!r} from a Partitioned value '
+                f'with names {self.names}: that axis is {found!r}. The lifted transform '
+                'must get the same metadata_params as the one that added the axis.'
+            )
+        names.pop(index)
+        return self.replace(names=tuple(names))
+
+
+def with_partitioning(
+    fn: Callable[..., Any], names: tuple, mesh: Mesh | None = None
+) -> Callable[..., Partitioned]:
+    """Wraps an initializer so that its output is boxed in :class:`Partitioned`."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return Partitioned(fn(*args, **kwargs), names, mesh=mesh)
+
+    return wrapper
+
+
+def get_partition_spec(tree: Any) -> Any:
+    """Maps boxes to their PartitionSpec, other arrays to ``PartitionSpec()`` (replicated).
+
+    Leaves without a shape (Python scalars, strings) map to ``None``.
+    """
+
+    def spec(x):
+        if is_axis_metadata(x) and hasattr(x, 'get_partition_spec'):
+            return x.get_partition_spec()
+        if hasattr(x, 'shape'):
+            return PartitionSpec()
+        return None
+
+    return jax.tree_util.tree_map(spec, tree, is_leaf=is_axis_metadata)
+
+
+def get_sharding(tree: Any, mesh: Mesh) -> Any:
+    """Maps boxes to their ``NamedSharding`` on ``mesh``, other arrays to replicated."""
+
+    def sharding(x):
+        if is_axis_metadata(x) and hasattr(x, 'get_sharding'):
+            return x.get_sharding(mesh)
+        if hasattr(x, 'shape'):
+            return NamedSharding(mesh, PartitionSpec())
+        return None
+
+    return jax.tree_util.tree_map(sharding, tree, is_leaf=is_axis_metadata)

@@ -1,0 +1,464 @@
+"""State dicts and msgpack checkpoints, byte-compatible with ``flax.serialization``.
+
+Two layers. ``to_state_dict``/``from_state_dict`` turn a tree of containers
+(dict, FrozenDict, list, tuple, namedtuple, struct dataclasses and any type given
+to ``register_serialization_state``) into nested dicts with string keys and back,
+restoring into a *target* that supplies the structure. ``msgpack_serialize`` and
+``msgpack_restore`` turn such a state dict into bytes and back.
+
+The byte format is Flax's, so checkpoints move both ways:
+
+- arrays (NumPy and JAX) are msgpack ext type 1 holding ``packb((shape, dtype
+  name, raw bytes))``; NumPy scalars are ext type 3 with the same payload; Python
+  ``complex`` is ext type 2 holding ``packb((real, imag))``;
+- an array of more than ``MAX_CHUNK_SIZE`` bytes is written as the map
+  ``{'__msgpack_chunked_array__': True, 'shape': {'0': d0, ...}, 'chunks':
+  {'0': part0, ...}}`` of flat pieces of at most that many bytes (msgpack caps one
+  object at 4 GiB).
+
+Typed PRNG key arrays (``jax.random.key``), which Flax cannot serialize, are written
+as the map ``{'__linen_prng_key__': True, 'impl': <name>, 'key_data': <uint32
+array>}``: Flax reads that back as a plain dict, and this module as a key array.
+
+Malformed bytes, and a state dict that does not fit the target (missing keys,
+wrong lengths or shapes), raise :class:`~linen.core.errors.InvalidCheckpointError`
+naming the path in the tree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import math
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import msgpack
+import numpy as np
+
+from linen.core.errors import InvalidCheckpointError
+from linen.core.frozen_dict import FrozenDict
+
+__all__ = [
+    'MAX_CHUNK_SIZE',
+    'current_path',
+    'from_bytes',
+    'from_state_dict',
+    'msgpack_restore',
+    'msgpack_serialize',
+    'register_serialization_state',
+    'to_bytes',
+    'to_state_dict',
+]
+
+# Flax's value; read at call time so tests can lower it.
+MAX_CHUNK_SIZE = 2**30
+
+_EXT_NDARRAY = 1
+_EXT_NATIVE_COMPLEX = 2
+_EXT_NPSCALAR = 3
+
+_CHUNKED_MARKER = '__msgpack_chunked_array__'
+_KEY_MARKER = '__linen_prng_key__'
+
+_ToState = Callable[[Any], Any]
+_FromState = Callable[[Any, Any], Any]
+_REGISTRY: dict[type, tuple[_ToState, _FromState]] = {}
+
+# The names of the nodes being restored, outermost first, for error messages.
+_PATH: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
+    'linen_serialization_path', default=()
+)
+
+
+def current_path() -> str:
+    """The path being restored by ``from_state_dict``, Flax-style (``./a/b``)."""
+    return '/'.join(_PATH.get()) or '.'
+
+
+@contextlib.contextmanager
+def _enter(name: str):
+    token = _PATH.set(_PATH.get() + (str(name),))
+    try:
+        yield
+    finally:
+        _PATH.reset(token)
+
+
+def register_serialization_state(
+    ty: type,
+    ty_to_state_dict: _ToState,
+    ty_from_state_dict: _FromState,
+    override: bool = False,
+) -> None:
+    """Registers how instances of ``ty`` become a state dict and are restored from one.
+
+    Args:
+        ty: the type (exact; subclasses register separately).
+        ty_to_state_dict: ``x -> state`` (call ``to_state_dict`` on the children).
+        ty_from_state_dict: ``(target, state) -> restored`` (call
+            ``from_state_dict(child_target, child_state, name=key)`` on the children so
+            errors name the path).
+        override: replace an existing registration instead of raising ValueError.
+    """
+    if ty in _REGISTRY and not override:
+        raise ValueError(
+            f'A serialization handler for "{ty.__name__}" is already registered; pass '
+            'override=True to replace it.'
+        )
+    _REGISTRY[ty] = (ty_to_state_dict, ty_from_state_dict)
+
+
+def _is_namedtuple(x: Any) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), '_fields')
+
+
+def to_state_dict(target: Any) -> Any:
+    """Returns the state dict of ``target``: registered containers become dicts with str keys."""
+    if _is_namedtuple(target):
+        return {name: to_state_dict(getattr(target, name)) for name in target._fields}
+    handler = _REGISTRY.get(type(target))
+    if handler is None:
+        return target
+    return handler[0](target)
+
+
+def from_state_dict(target: Any, state: Any, name: str = '.') -> Any:
+    """Restores ``state`` into the structure of ``target``.
+
+    Args:
+        target: a tree giving the structure (and shapes) to restore into.
+        state: a state dict, as made by ``to_state_dict`` or ``msgpack_restore``.
+        name: the name of this node in the path used by error messages.
+
+    Raises:
+        InvalidCheckpointError: a key the target needs is missing, a list has the
+            wrong length, or an array has the wrong shape.
+    """
+    with _enter(name):
+        if _is_namedtuple(target):
+            return _restore_namedtuple(target, state)
+        handler = _REGISTRY.get(type(target))
+        if handler is not None:
+            return handler[1](target, state)
+        return _restore_leaf(target, state)
+
+
+def _check_mapping(state: Any, what: str) -> None:
+    if not isinstance(state, dict):
+        raise InvalidCheckpointError(
+            f'Expected a dict to restore a {what} at path {current_path()}, got '
+            f'{type(state).__name__}. The checkpoint does not match the target structure.'
+        )
+
+
+def _restore_leaf(target: Any, state: Any) -> Any:
+    if not hasattr(target, 'shape'):
+        return state
+    if isinstance(state, dict):
+        raise InvalidCheckpointError(
+            f'Expected an array of shape {tuple(target.shape)} at path {current_path()}, '
+            f'found a dict with keys {sorted(state)[:5]}. The checkpoint has a different '
+            'structure than the target.'
+        )
+    if _is_key_array(target) and hasattr(state, 'shape') and not _is_key_array(state):
+        # A raw uint32 key (e.g. a Flax checkpoint of jax.random.PRNGKey) restored into a
+        # typed key: wrap it with the target's implementation.
+        impl = jax.random.key_impl(target)
+        try:
+            state = jax.random.wrap_key_data(np.asarray(state), impl=impl)
+        except (TypeError, ValueError) as e:
+            raise InvalidCheckpointError(
+                f'Cannot restore a PRNG key array at path {current_path()} from raw data '
+                f'of shape {tuple(state.shape)} and dtype {state.dtype}: {e}'
+            ) from e
+    if hasattr(state, 'shape') and tuple(state.shape) != tuple(target.shape):
+        raise InvalidCheckpointError(
+            f'Shape mismatch at path {current_path()}: the target has shape '
+            f'{tuple(target.shape)} but the checkpoint holds shape {tuple(state.shape)}. '
+            'Restore into a target built with the same configuration as the checkpoint.'
+        )
+    return state
+
+
+def _missing_keys_error(missing, kind: str = 'dict') -> InvalidCheckpointError:
+    return InvalidCheckpointError(
+        f'The target {kind} keys and state dict keys do not match, target {kind} contains '
+        f'keys {set(missing)} which are not present in state dict at path {current_path()}. '
+        'The checkpoint was written from a different structure: restore into a target '
+        'that matches it.'
+    )
+
+
+def _dict_to_state(xs: dict) -> dict:
+    return {str(k): to_state_dict(v) for k, v in xs.items()}
+
+
+def _restore_dict(target: dict, state: Any) -> dict:
+    _check_mapping(state, 'dict')
+    missing = [str(k) for k in target if str(k) not in state]
+    if missing:
+        raise _missing_keys_error(missing)
+    return {k: from_state_dict(v, state[str(k)], name=str(k)) for k, v in target.items()}
+
+
+def _frozen_to_state(xs: FrozenDict) -> dict:
+    return {str(k): to_state_dict(xs[k]) for k in xs}
+
+
+def _restore_frozen(target: FrozenDict, state: Any) -> FrozenDict:
+    return FrozenDict(_restore_dict({k: target[k] for k in target}, state))
+
+
+def _sequence_to_state(xs) -> dict:
+    return {str(i): to_state_dict(v) for i, v in enumerate(xs)}
+
+
+def _restore_sequence(target, state):
+    _check_mapping(state, type(target).__name__)
+    if len(target) != len(state):
+        raise InvalidCheckpointError(
+            f'The size of the list and the state dict do not match, got {len(target)} and '
+            f'{len(state)} at path {current_path()}. Restore into a target of the same length.'
+        )
+    missing = [str(i) for i in range(len(target)) if str(i) not in state]
+    if missing:
+        raise _missing_keys_error(missing, type(target).__name__)
+    values = [from_state_dict(v, state[str(i)], name=str(i)) for i, v in enumerate(target)]
+    return type(target)(values)
+
+
+def _restore_namedtuple(target, state):
+    _check_mapping(state, type(target).__name__)
+    missing = [f for f in target._fields if f not in state]
+    if missing:
+        raise _missing_keys_error(missing, type(target).__name__)
+    values = {f: from_state_dict(getattr(target, f), state[f], name=f) for f in target._fields}
+    return type(target)(**values)
+
+
+register_serialization_state(dict, _dict_to_state, _restore_dict)
+register_serialization_state(FrozenDict, _frozen_to_state, _restore_frozen)
+register_serialization_state(list, _sequence_to_state, _restore_sequence)
+register_serialization_state(tuple, _sequence_to_state, _restore_sequence)
+
+
+# ---------------------------------------------------------------------------- msgpack
+
+
+def _is_key_array(x: Any) -> bool:
+    dtype = getattr(x, 'dtype', None)
+    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
+def _key_impl_name(key: Any) -> str:
+    impl = jax.random.key_impl(key)
+    # PRNGSpec's str is the registered name ('threefry2x32', 'rbg', ...).
+    return str(impl)
+
+
+def _chunk(arr: np.ndarray) -> Any:
+    if arr.nbytes <= MAX_CHUNK_SIZE:
+        return arr
+    flat = arr.reshape(-1)
+    per_chunk = max(1, MAX_CHUNK_SIZE // max(1, arr.dtype.itemsize))
+    chunks = {
+        str(i): flat[start : start + per_chunk]
+        for i, start in enumerate(range(0, flat.size, per_chunk))
+    }
+    shape = {str(i): int(d) for i, d in enumerate(arr.shape)}
+    return {_CHUNKED_MARKER: True, 'shape': shape, 'chunks': chunks}
+
+
+def _prepare(x: Any) -> Any:
+    """Makes a msgpack-ready copy: mappings become dicts, sequences lists, big arrays chunks."""
+    if isinstance(x, (dict, FrozenDict)):
+        return {k: _prepare(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_prepare(v) for v in x]
+    if _is_key_array(x):
+        return {
+            _KEY_MARKER: True,
+            'impl': _key_impl_name(x),
+            'key_data': _prepare(np.asarray(jax.random.key_data(x))),
+        }
+    if isinstance(x, jax.Array):
+        return _chunk(np.asarray(x))
+    if isinstance(x, np.ndarray):
+        return _chunk(x)
+    return x
+
+
+def _pack_array(arr: np.ndarray | np.generic) -> bytes:
+    return msgpack.packb((arr.shape, arr.dtype.name, arr.tobytes()), use_bin_type=True)
+
+
+def _ext_pack(x: Any) -> msgpack.ExtType:
+    if isinstance(x, np.ndarray):
+        return msgpack.ExtType(_EXT_NDARRAY, _pack_array(x))
+    if isinstance(x, np.generic):
+        return msgpack.ExtType(_EXT_NPSCALAR, _pack_array(x))
+    if type(x) is complex:
+        return msgpack.ExtType(_EXT_NATIVE_COMPLEX, msgpack.packb((x.real, x.imag)))
+    raise TypeError(
+        f'Cannot serialize a value of type {type(x).__name__}: checkpoints hold arrays, '
+        'NumPy scalars, Python numbers, str, bytes, None and containers of them.'
+    )
+
+
+def msgpack_serialize(pytree: Any, in_place: bool = False) -> bytes:
+    """Serializes a state dict (nested dicts of arrays and scalars) to msgpack bytes.
+
+    Args:
+        pytree: the state dict; FrozenDicts, lists and tuples are accepted too.
+        in_place: accepted for Flax compatibility; the input is never modified.
+    """
+    del in_place
+    # strict_types: np.float64 subclasses float and must still go through the ext
+    # path (as in Flax), not be written as a native double.
+    return msgpack.packb(_prepare(pytree), default=_ext_pack, strict_types=True)
+
+
+def _dtype_from_name(name: str) -> np.dtype:
+    try:
+        return np.dtype(name)
+    except TypeError:
+        pass
+    import ml_dtypes
+
+    try:
+        return np.dtype(getattr(ml_dtypes, name))
+    except (AttributeError, TypeError):
+        raise InvalidCheckpointError(
+            f'Unknown dtype "{name}" at path {current_path()}: this NumPy/ml_dtypes cannot '
+            'represent it. Upgrade ml_dtypes, or the checkpoint is corrupt.'
+        ) from None
+
+
+def _decode_array(data: bytes, scalar: bool) -> Any:
+    try:
+        shape, dtype_name, buffer = msgpack.unpackb(data, raw=False)
+        shape = tuple(int(d) for d in shape)
+    except Exception as e:
+        raise InvalidCheckpointError(
+            f'Corrupt array record at path {current_path()}: {type(e).__name__}: {e}'
+        ) from e
+    if not isinstance(dtype_name, str) or not isinstance(buffer, bytes):
+        raise InvalidCheckpointError(
+            f'Corrupt array record at path {current_path()}: expected (shape, dtype name, '
+            f'bytes), got types ({type(dtype_name).__name__}, {type(buffer).__name__}).'
+        )
+    dtype = _dtype_from_name(dtype_name)
+    expected = math.prod(shape) * dtype.itemsize
+    if len(buffer) != expected:
+        raise InvalidCheckpointError(
+            f'Corrupt array at path {current_path()}: shape {shape} of {dtype_name} needs '
+            f'{expected} bytes but the record holds {len(buffer)}. The checkpoint is '
+            'truncated or corrupt.'
+        )
+    arr = np.frombuffer(buffer, dtype=dtype).reshape(shape)
+    return arr[()] if scalar else arr
+
+
+def _decode_ext(ext: msgpack.ExtType) -> Any:
+    if ext.code == _EXT_NDARRAY:
+        return _decode_array(ext.data, scalar=False)
+    if ext.code == _EXT_NPSCALAR:
+        return _decode_array(ext.data, scalar=True)
+    if ext.code == _EXT_NATIVE_COMPLEX:
+        try:
+            real, imag = msgpack.unpackb(ext.data)
+            return complex(real, imag)
+        except Exception as e:
+            raise InvalidCheckpointError(
+                f'Corrupt complex number at path {current_path()}: {type(e).__name__}: {e}'
+            ) from e
+    raise InvalidCheckpointError(
+        f'Unknown msgpack extension type {ext.code} at path {current_path()}: the bytes '
+        'were not written by linen or Flax, or are corrupt.'
+    )
+
+
+def _unchunk(node: dict) -> np.ndarray:
+    try:
+        shape = tuple(int(node['shape'][str(i)]) for i in range(len(node['shape'])))
+        chunks = node['chunks']
+        parts = [np.asarray(chunks[str(i)]).reshape(-1) for i in range(len(chunks))]
+        return np.concatenate(parts).reshape(shape)
+    except (KeyError, TypeError, ValueError) as e:
+        raise InvalidCheckpointError(
+            f'Corrupt chunked array at path {current_path()}: {type(e).__name__}: {e}. The '
+            'checkpoint is truncated or corrupt.'
+        ) from e
+
+
+def _restore_key(node: dict) -> jax.Array:
+    try:
+        return jax.random.wrap_key_data(np.asarray(node['key_data']), impl=node['impl'])
+    except (KeyError, TypeError, ValueError) as e:
+        raise InvalidCheckpointError(
+            f'Corrupt PRNG key record at path {current_path()}: {type(e).__name__}: {e}'
+        ) from e
+
+
+def _decode(x: Any) -> Any:
+    if isinstance(x, msgpack.ExtType):
+        return _decode_ext(x)
+    if isinstance(x, dict):
+        out = {}
+        for k, v in x.items():
+            with _enter(k):
+                out[k] = _decode(v)
+        if out.get(_CHUNKED_MARKER) is True:
+            return _unchunk(out)
+        if out.get(_KEY_MARKER) is True:
+            return _restore_key(out)
+        return out
+    if isinstance(x, list):
+        out = []
+        for i, v in enumerate(x):
+            with _enter(str(i)):
+                out.append(_decode(v))
+        return out
+    return x
+
+
+def msgpack_restore(encoded_pytree: bytes) -> Any:
+    """Restores a state dict from msgpack bytes written by ``msgpack_serialize`` or Flax.
+
+    Raises:
+        InvalidCheckpointError: the bytes are truncated, corrupt or not msgpack.
+    """
+    if not isinstance(encoded_pytree, (bytes, bytearray, memoryview)):
+        raise TypeError(
+            f'msgpack_restore expects bytes, got {type(encoded_pytree).__name__}; read the '
+            "checkpoint file in binary mode ('rb')."
+        )
+    try:
+        raw = msgpack.unpackb(encoded_pytree, raw=False)
+    except Exception as e:
+        raise InvalidCheckpointError(
+            f'Could not decode {len(encoded_pytree)} bytes of checkpoint: '
+            f'{type(e).__name__}: {e}. The bytes are truncated or corrupt, or are not a '
+            'msgpack checkpoint written by linen or Flax.'
+        ) from e
+    token = _PATH.set(('.',))
+    try:
+        return _decode(raw)
+    finally:
+        _PATH.reset(token)
+
+
+def to_bytes(target: Any) -> bytes:
+    """Serializes ``target`` (any tree ``to_state_dict`` knows) to msgpack bytes."""
+    return msgpack_serialize(to_state_dict(target))
+
+
+def from_bytes(target: Any, encoded_bytes: bytes) -> Any:
+    """Restores msgpack bytes into the structure of ``target``.
+
+    Raises:
+        InvalidCheckpointError: corrupt bytes, or a checkpoint that does not fit ``target``.
+    """
+    return from_state_dict(target, msgpack_restore(encoded_bytes))

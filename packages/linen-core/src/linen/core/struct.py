@@ -1,0 +1,145 @@
+"""Frozen dataclasses that are JAX pytrees, for train states and other containers.
+
+``dataclass`` turns a class into a frozen dataclass whose fields are pytree children
+unless declared ``field(pytree_node=False)``; those are static (part of the tree
+structure, so they must be hashable). ``PyTreeNode`` does the same for every
+subclass. Both register the class with ``linen.core.serialization`` so that
+``to_state_dict``/``from_bytes`` see the pytree fields by name.
+
+>>> import jax
+>>> class TrainState(PyTreeNode):
+...     step: int
+...     name: str = field(pytree_node=False, default='sgd')
+>>> jax.tree_util.tree_leaves(TrainState(step=3))
+[3]
+>>> TrainState(step=3).replace(step=4)
+TrainState(step=4, name='sgd')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, TypeVar, dataclass_transform
+
+import jax
+
+from linen.core import serialization
+from linen.core.errors import InvalidCheckpointError
+
+__all__ = [
+    'dataclass',
+    'field',
+    'PyTreeNode',
+]
+
+_T = TypeVar('_T')
+
+# Marks classes this module already processed: decorating twice must be a no-op.
+_MARKER = '_linen_dataclass'
+
+
+def field(pytree_node: bool = True, *, metadata: dict | None = None, **kwargs) -> Any:
+    """A ``dataclasses.field`` that also says whether the field is a pytree child.
+
+    Args:
+        pytree_node: ``True`` (default) makes the value a child that JAX transforms
+            trace; ``False`` makes it static metadata kept in the tree structure.
+        metadata: extra field metadata, merged with ``{'pytree_node': ...}``.
+        **kwargs: passed to ``dataclasses.field`` (``default``, ``default_factory``, ...).
+    """
+    return dataclasses.field(metadata={**(metadata or {}), 'pytree_node': pytree_node}, **kwargs)
+
+
+@dataclass_transform(field_specifiers=(field,))
+def dataclass(clz: type[_T] | None = None, **kwargs) -> type[_T]:
+    """Makes ``clz`` a frozen dataclass registered as a pytree with a ``replace`` method.
+
+    Args:
+        clz: the class; omit it to get a decorator (``@dataclass(kw_only=True)``).
+        **kwargs: passed to ``dataclasses.dataclass``; ``frozen`` defaults to True.
+    """
+    if clz is None:
+        return functools.partial(dataclass, **kwargs)
+    if _MARKER in clz.__dict__:
+        return clz
+    kwargs.setdefault('frozen', True)
+    data_clz = dataclasses.dataclass(**kwargs)(clz)
+
+    data_fields, meta_fields = [], []
+    for f in dataclasses.fields(data_clz):
+        (data_fields if f.metadata.get('pytree_node', True) else meta_fields).append(f.name)
+    data_fields, meta_fields = tuple(data_fields), tuple(meta_fields)
+
+    def replace(self, **updates):
+        """Returns a copy with the given fields replaced."""
+        return dataclasses.replace(self, **updates)
+
+    data_clz.replace = replace
+
+    def flatten_with_keys(x):
+        children = tuple((jax.tree_util.GetAttrKey(n), getattr(x, n)) for n in data_fields)
+        return children, tuple(getattr(x, n) for n in meta_fields)
+
+    def flatten(x):
+        return tuple(getattr(x, n) for n in data_fields), tuple(getattr(x, n) for n in meta_fields)
+
+    def unflatten(meta, children):
+        # Bypasses __init__/__post_init__: JAX rebuilds nodes with tracers or
+        # placeholder leaves that user validation in __post_init__ would reject.
+        obj = object.__new__(data_clz)
+        for name, value in zip(meta_fields, meta):
+            object.__setattr__(obj, name, value)
+        for name, value in zip(data_fields, children):
+            object.__setattr__(obj, name, value)
+        return obj
+
+    jax.tree_util.register_pytree_with_keys(data_clz, flatten_with_keys, unflatten, flatten)
+
+    def to_state_dict(x):
+        return {n: serialization.to_state_dict(getattr(x, n)) for n in data_fields}
+
+    def from_state_dict(x, state):
+        if not isinstance(state, dict):
+            raise InvalidCheckpointError(
+                f'Expected a dict of fields to restore an instance of {data_clz.__name__} at '
+                f'path {serialization.current_path()}, got {type(state).__name__}. The '
+                'checkpoint does not match the target structure.'
+            )
+        missing = [n for n in data_fields if n not in state]
+        if missing:
+            raise InvalidCheckpointError(
+                f'Missing field(s) {", ".join(missing)} in state dict while restoring an '
+                f'instance of {data_clz.__name__}, at path {serialization.current_path()}. '
+                'The checkpoint was written from a different structure: restore into a '
+                'target that matches it.'
+            )
+        unknown = sorted(set(state) - set(data_fields))
+        if unknown:
+            raise InvalidCheckpointError(
+                f'Unknown field(s) {", ".join(map(repr, unknown))} in state dict while '
+                f'restoring an instance of {data_clz.__name__} at path '
+                f'{serialization.current_path()}. Restore into a target with those fields.'
+            )
+        updates = {
+            n: serialization.from_state_dict(getattr(x, n), state[n], name=n) for n in data_fields
+        }
+        return x.replace(**updates)
+
+    serialization.register_serialization_state(
+        data_clz, to_state_dict, from_state_dict, override=True
+    )
+    setattr(data_clz, _MARKER, True)
+    return data_clz
+
+
+@dataclass_transform(field_specifiers=(field,))
+class PyTreeNode:
+    """Base class whose subclasses become struct dataclasses automatically.
+
+    Keyword arguments in the class statement go to :func:`dataclass`
+    (``class S(PyTreeNode, kw_only=True)``).
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        dataclass(cls, **kwargs)
