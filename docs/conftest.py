@@ -1,0 +1,26 @@
+"""Isolation for the executable docs: a page may register plugins, change config
+flags or write files, and none of it may leak into the next page or other tests."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def doc_sandbox(tmp_path, monkeypatch):
+    """Run a page in an empty working directory; undo its plugin and config changes."""
+    from linen.core import _plugins
+    from linen.core.config import config
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv('LINEN_DISABLE_PLUGINS', raising=False)
+    pm = _plugins.get_plugin_manager()
+    plugins_before = {id(p) for p in pm.get_plugins()}
+    flags_before = {name: getattr(config, name) for name in config.flags()}
+    yield tmp_path
+    for plugin in list(pm.get_plugins()):
+        if id(plugin) not in plugins_before:
+            _plugins.unregister(plugin)
+    for name, value in flags_before.items():
+        if getattr(config, name) != value:
+            config.update(name, value)
