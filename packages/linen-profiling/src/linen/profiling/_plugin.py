@@ -1,10 +1,42 @@
-"""The linen-profiling plugin: what this distribution adds to the `linen` bus."""
+"""The linen-profiling plugin: what this distribution adds to the ``linen`` bus.
+
+Imported at start-up by the plugin manager, so it stays light: no JAX import
+here (the wrapper is imported when the dispatcher first asks for it).
+"""
 
 from __future__ import annotations
 
 from linen.core.hookspecs import hookimpl
+from linen.profiling._naming import default_profiling_name
+from linen.profiling._state import is_named_call_enabled
+
+_PUBLIC = 'linen.profiling'
 
 
 @hookimpl
 def linen_exports():
-    return {}
+    return {
+        'enable_named_call': f'{_PUBLIC}:enable_named_call',
+        'disable_named_call': f'{_PUBLIC}:disable_named_call',
+        'override_named_call': f'{_PUBLIC}:override_named_call',
+        'named_call': f'{_PUBLIC}:named_call',
+        'tabulate': f'{_PUBLIC}:tabulate',
+        'module_costs': f'{_PUBLIC}:module_costs',
+        'profile': f'{_PUBLIC}:profile',
+    }
+
+
+@hookimpl
+def linen_method_wrapper():
+    """The labelling wrapper while labels are on in this context; ``None`` when off."""
+    if not is_named_call_enabled():
+        return None
+    from linen.profiling._labels import label_method_call
+
+    return label_method_call
+
+
+@hookimpl(trylast=True)
+def linen_profiling_name(module, method_name, method):
+    """The default rule: instance name or class name, plus ``.method`` unless ``__call__``."""
+    return default_profiling_name(module, method_name, method)

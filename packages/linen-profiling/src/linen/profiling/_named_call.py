@@ -1,0 +1,50 @@
+"""``named_call``: label one method explicitly, even with labels globally off."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import jax
+
+from linen.profiling._labels import LABELLED_ATTRIBUTE
+from linen.profiling._naming import derive_profiling_name
+from linen.profiling._state import is_named_call_enabled
+
+__all__ = ['named_call']
+
+F = TypeVar('F', bound=Callable[..., Any])
+
+
+def _in_setup(module: Any) -> bool:
+    state = getattr(module, '_state', None)
+    return bool(getattr(state, 'in_setup', False))
+
+
+def named_call(class_fn: F, force: bool = True) -> F:
+    """Label a Module method in profiles with ``jax.named_call``.
+
+    It pushes a name on JAX's name stack; it is not a transformation boundary and
+    adds no HLO instructions. During ``setup`` the method runs unlabelled. The
+    automatic labelling of the dispatcher skips a method decorated here, so the
+    label appears once.
+
+    Args:
+      class_fn: the method to label.
+      force: label even when labels are off in this context (``False``: follow
+        :func:`enable_named_call`/:func:`disable_named_call`).
+
+    Returns:
+      The labelled method.
+    """
+
+    @functools.wraps(class_fn)
+    def labelled(self, *args, **kwargs):
+        if (not force and not is_named_call_enabled()) or _in_setup(self):
+            return class_fn(self, *args, **kwargs)
+        name = derive_profiling_name(self, class_fn.__name__, class_fn)
+        return jax.named_call(class_fn, name=name)(self, *args, **kwargs)
+
+    setattr(labelled, LABELLED_ATTRIBUTE, True)
+    return labelled  # type: ignore[return-value]

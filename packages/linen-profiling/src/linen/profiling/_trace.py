@@ -1,0 +1,293 @@
+"""``profile``: a real profiler trace, and time per module path read back from it.
+
+The trace is recorded with ``jax.profiler.trace`` into ``logdir`` (TensorBoard
+and XProf open it as they would any other). It is then read back: the device
+events of XLA programs (on CPU, thunk events on the ``/host:CPU`` plane; on GPU,
+the ``XLA Ops`` lines of the ``/device:GPU:N`` planes) carry the name of the HLO
+instruction or fusion they ran and the program id, but not the module label. The
+label is in the HLO that the profiler stores for every program in the
+``/host:metadata`` plane; joining the two gives time per module path.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from linen.profiling._hlo import HloModuleText, module_path_from_op_name, parse_hlo_module
+from linen.profiling._report import display_path, format_table, inclusive_totals
+from linen.profiling._xla_cost import label_shares
+from linen.profiling._xplane import XEvent, XPlane, read_xspace
+from linen.profiling.errors import ProfileNoDeviceOpsError, ProfileTraceNotFoundError
+
+__all__ = ['ModuleTimes', 'TimeRow', 'profile', 'times_from_xspace']
+
+
+@dataclass(frozen=True)
+class TimeRow:
+    """Time spent in one module path, summed over the profiled steps.
+
+    ``seconds`` counts ops labelled exactly with this path, ``inclusive_seconds``
+    adds the submodules. Op time is summed over every thread (CPU) or stream
+    (GPU) an op ran on, so it can exceed wall time when ops overlap.
+    """
+
+    path: str
+    seconds: float
+    inclusive_seconds: float
+    events: int
+
+
+@dataclass(frozen=True)
+class ModuleTimes:
+    """What :func:`profile` returns: op time per module path, and where the trace is.
+
+    ``hlo_source`` is ``'trace'`` when the labels came from the HLO stored in the
+    trace (the normal case) and ``'compiled'`` when the trace carried none and the
+    compiled program's HLO was used instead. A fusion's time is divided among the
+    modules whose ops it fused, in proportion to their FLOPs.
+    """
+
+    rows: tuple[TimeRow, ...]
+    steps: int
+    total_seconds: float
+    logdir: str
+    xplane_path: str
+    program: str
+    hlo_source: str
+
+    def __getitem__(self, path: str) -> TimeRow:
+        for row in self.rows:
+            if row.path == path:
+                return row
+        known = ', '.join(repr(row.path) for row in self.rows)
+        raise KeyError(f'No module path {path!r} in this profile; paths: {known}.')
+
+    def by_path(self) -> dict[str, TimeRow]:
+        return {row.path: row for row in self.rows}
+
+    def __str__(self) -> str:
+        total = self.total_seconds or 1.0
+        steps = max(self.steps, 1)
+        body = []
+        for row in self.rows:
+            depth = row.path.count('/') if row.path else 0
+            name = '  ' * depth + (row.path.rsplit('/', 1)[-1] if row.path else display_path(''))
+            body.append(
+                [
+                    name,
+                    f'{1e3 * row.inclusive_seconds / steps:.3f}',
+                    f'{1e3 * row.seconds / steps:.3f}',
+                    f'{100.0 * row.inclusive_seconds / total:.1f}%',
+                    str(row.events),
+                ]
+            )
+        body.append(['total', f'{1e3 * self.total_seconds / steps:.3f}', '', '100.0%', ''])
+        return format_table(
+            f'Time per module ({self.program}, {self.steps} steps, trace in {self.logdir})',
+            ['module', 'ms/step', 'own ms/step', '% time', 'op events'],
+            body,
+        )
+
+
+def _hlo_modules(planes: list[XPlane]) -> dict[int | str, HloModuleText]:
+    """HLO modules carried by the trace, by program id and by module name."""
+    from jaxlib import _hlo
+
+    from linen.profiling._xplane import _fields
+
+    found: dict[int | str, HloModuleText] = {}
+    for plane in planes:
+        if plane.name != '/host:metadata':
+            continue
+        for name, stats in plane.event_metadata.items():
+            proto = stats.get('Hlo Proto', stats.get('hlo_proto'))
+            if not isinstance(proto, bytes):
+                continue
+            # HloProto: field 1 is the HloModuleProto.
+            module_proto = next((raw for n, _, raw in _fields(proto) if n == 1), None)
+            if module_proto is None:
+                continue
+            try:
+                text = _hlo.HloModule.from_serialized_hlo_module_proto(module_proto).to_string()
+            except Exception:
+                continue
+            module = parse_hlo_module(text)
+            program_id = stats.get('program_id')
+            if isinstance(program_id, int):
+                found[program_id] = module
+            found[module.name or name.split('(')[0]] = module
+    return found
+
+
+def _op_events(planes: list[XPlane]) -> list[tuple[XEvent, float]]:
+    """XLA op events with their self time in seconds (nested events subtracted)."""
+    result = []
+    for plane in planes:
+        is_device = plane.name.startswith('/device:')
+        for line in plane.lines:
+            if (
+                is_device
+                and line.name not in ('XLA Ops', 'XLA Modules')
+                and not any('hlo_op' in event.stats for event in line.events)
+            ):
+                continue
+            ops = [
+                event
+                for event in line.events
+                if 'hlo_op' in event.stats or (is_device and line.name == 'XLA Ops')
+            ]
+            ops.sort(key=lambda event: (event.offset_ps, -event.duration_ps))
+            # An op that encloses others on the same line (a while loop's thunk)
+            # keeps only the time not spent in them.
+            child_time = [0] * len(ops)
+            stack: list[int] = []
+            for index, event in enumerate(ops):
+                while stack and ops[stack[-1]].offset_ps + ops[stack[-1]].duration_ps <= (
+                    event.offset_ps
+                ):
+                    stack.pop()
+                if stack:
+                    child_time[stack[-1]] += event.duration_ps
+                stack.append(index)
+            for index, event in enumerate(ops):
+                result.append((event, max(event.duration_ps - child_time[index], 0) * 1e-12))
+    return result
+
+
+def times_from_xspace(
+    data: bytes,
+    program: str,
+    *,
+    steps: int,
+    logdir: str = '',
+    xplane_path: str = '',
+    fallback_hlo_text: str | None = None,
+) -> ModuleTimes:
+    """Time per module path of ``program`` (an HLO module name) in a serialized XSpace."""
+    planes = read_xspace(data)
+    modules = _hlo_modules(planes)
+    source = 'trace'
+    own: dict[str, list[float]] = {}
+    counts: dict[str, int] = {}
+    seen_programs = []
+    matched = 0
+    shares_cache: dict[tuple[int, str], dict[str, float]] = {}
+    fallback = parse_hlo_module(fallback_hlo_text) if fallback_hlo_text else None
+    for event, seconds in _op_events(planes):
+        module_name = event.stats.get('hlo_module', '')
+        seen_programs.append(str(module_name))
+        if module_name != program:
+            continue
+        module = modules.get(event.stats.get('program_id', -1)) or modules.get(module_name)
+        if module is None:
+            module, source = fallback, 'compiled'
+        op = event.stats.get('hlo_op') or event.name
+        key = (id(module), op)
+        if key not in shares_cache:
+            instruction = module.instruction(op) if module is not None else None
+            shares_cache[key] = (
+                label_shares(module, instruction) if instruction is not None else {'': 1.0}
+            )
+        for op_name, share in shares_cache[key].items():
+            path = module_path_from_op_name(op_name)
+            own.setdefault(path, [0.0])[0] += seconds * share
+            counts[path] = counts.get(path, 0) + 1
+        matched += 1
+    if not matched:
+        raise ProfileNoDeviceOpsError(program, xplane_path, seen_programs)
+    inclusive = inclusive_totals(own, 1)
+    rows = tuple(
+        TimeRow(
+            path=path,
+            seconds=own.get(path, [0.0])[0],
+            inclusive_seconds=inclusive[path][0] if path else own.get(path, [0.0])[0],
+            events=counts.get(path, 0),
+        )
+        for path in sorted(inclusive, key=lambda p: (p == '', p.split('/')))
+    )
+    return ModuleTimes(
+        rows=rows,
+        steps=steps,
+        total_seconds=sum(values[0] for values in own.values()),
+        logdir=logdir,
+        xplane_path=xplane_path,
+        program=program,
+        hlo_source=source,
+    )
+
+
+def _newest_xplane(logdir: str, after: float) -> str:
+    paths = glob.glob(os.path.join(logdir, 'plugins', 'profile', '*', '*.xplane.pb'))
+    paths = [path for path in paths if os.path.getmtime(path) >= after - 1.0]
+    if not paths:
+        raise ProfileTraceNotFoundError(logdir)
+    return max(paths, key=os.path.getmtime)
+
+
+def profile(
+    fn: Callable,
+    *args: Any,
+    steps: int = 5,
+    logdir: str | os.PathLike | None = None,
+    warmup: int = 1,
+    print_table: bool = True,
+    **kwargs: Any,
+) -> ModuleTimes:
+    """Run ``fn`` under the JAX profiler and report time per module path.
+
+    ``fn`` is jitted (unless it already is), run ``warmup`` times untraced so that
+    compilation stays out of the trace, then ``steps`` times inside
+    ``jax.profiler.trace(logdir)``, each step marked with a
+    ``StepTraceAnnotation``. The trace stays in ``logdir`` for TensorBoard or
+    XProf (``tensorboard --logdir LOGDIR``); the table is read back from it.
+
+    Args:
+      fn: the function to profile, e.g. ``jax.jit(lambda v, x: model.apply(v, x))``.
+      *args: its arguments.
+      steps: how many traced calls.
+      logdir: where the trace goes (a new temporary directory if ``None``).
+      warmup: untraced calls before tracing.
+      print_table: print the table as well as returning it.
+      **kwargs: keyword arguments of ``fn``.
+
+    Returns:
+      A :class:`ModuleTimes` (``str()`` of it is the table).
+
+    Raises:
+      ProfileTraceNotFoundError: the profiler wrote no trace under ``logdir``.
+      ProfileNoDeviceOpsError: the trace has no op events of ``fn``'s program.
+    """
+    import time
+
+    import jax
+
+    jitted = fn if hasattr(fn, 'lower') else jax.jit(fn)
+    compiled_text = jitted.lower(*args, **kwargs).compile().as_text()
+    program = parse_hlo_module(compiled_text).name
+    logdir = os.fspath(logdir) if logdir is not None else tempfile.mkdtemp(prefix='linen-profile-')
+    for _ in range(warmup):
+        jax.block_until_ready(jitted(*args, **kwargs))
+    started = time.time()
+    with jax.profiler.trace(logdir):
+        for step in range(steps):
+            with jax.profiler.StepTraceAnnotation('linen_profile', step_num=step):
+                jax.block_until_ready(jitted(*args, **kwargs))
+    xplane_path = _newest_xplane(logdir, started)
+    with open(xplane_path, 'rb') as handle:
+        data = handle.read()
+    times = times_from_xspace(
+        data,
+        program,
+        steps=steps,
+        logdir=logdir,
+        xplane_path=xplane_path,
+        fallback_hlo_text=compiled_text,
+    )
+    if print_table:
+        print(times)
+    return times

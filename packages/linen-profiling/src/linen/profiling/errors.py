@@ -1,0 +1,41 @@
+"""Errors of linen-profiling (all derive from :class:`linen.core.errors.LinenError`)."""
+
+from __future__ import annotations
+
+from linen.core.errors import LinenError
+
+__all__ = [
+    'ProfileTraceNotFoundError',
+    'ProfileNoDeviceOpsError',
+]
+
+
+class ProfileTraceNotFoundError(LinenError, FileNotFoundError):
+    """The profiler wrote no ``*.xplane.pb`` where :func:`profile` looked for it.
+
+    >>> profile(f, x, logdir='/read-only/dir')  # doctest: +SKIP
+    """
+
+    def __init__(self, logdir: str):
+        super().__init__(
+            f'No "*.xplane.pb" trace was written under {logdir!r}. The JAX profiler '
+            f'writes to "<logdir>/plugins/profile/<run>/"; check that the directory is '
+            f'writable and that no other profiler session was running (only one trace can '
+            f'be recorded at a time).'
+        )
+
+
+class ProfileNoDeviceOpsError(LinenError, RuntimeError):
+    """The trace holds no XLA op events of the profiled program.
+
+    >>> profile(lambda x: x, x)  # doctest: +SKIP
+    """
+
+    def __init__(self, program: str, xplane_path: str, programs_seen: list[str]):
+        seen = ', '.join(sorted(set(programs_seen))) or 'none'
+        super().__init__(
+            f'The trace {xplane_path!r} has no XLA op events of program {program!r} '
+            f'(programs with events: {seen}). The function may compile to no device work '
+            f'(it only returns its inputs), or the profiler did not record device activity; '
+            f'profile a function that computes something, with steps >= 1.'
+        )
