@@ -1,5 +1,84 @@
-"""linen.core."""
+"""linen.core: the functional core that Linen Modules stand on (API of ``flax.core``).
 
+Variables live in collections (``params``, ``batch_stats``, ...) addressed by
+module path; a :class:`Scope` is the view of one path, with rng streams that
+follow Flax's derivation rule. ``init``/``apply``/``bind`` turn a function of a
+scope into a function of variables.
+"""
+
+from __future__ import annotations
+
+import importlib as _importlib
+
+from linen.core import errors as errors
 from linen.core.__about__ import __version__ as __version__
+from linen.core._filters import DenyList as DenyList
+from linen.core._filters import in_filter as in_filter
+from linen.core._filters import intersect_filters as intersect_filters
+from linen.core._filters import subtract_filters as subtract_filters
+from linen.core._filters import union_filters as union_filters
+from linen.core._plugins import get_plugin_manager as get_plugin_manager
+from linen.core._scope import Scope as Scope
+from linen.core._scope import Variable as Variable
+from linen.core._scope import apply as apply
+from linen.core._scope import bind as bind
+from linen.core._scope import init as init
+from linen.core._scope import lazy_init as lazy_init
+from linen.core.config import config as config
+from linen.core.hookspecs import hookimpl as hookimpl
 
-__all__ = ["__version__"]
+# Names from modules that import heavier dependencies resolve on first use.
+_LAZY = {
+    'FrozenDict': 'linen.core.frozen_dict',
+    'freeze': 'linen.core.frozen_dict',
+    'unfreeze': 'linen.core.frozen_dict',
+    'copy': 'linen.core.frozen_dict',
+    'pop': 'linen.core.frozen_dict',
+    'pretty_repr': 'linen.core.frozen_dict',
+    'meta': None,
+    'struct': None,
+    'serialization': None,
+    'spmd': None,
+    'frozen_dict': None,
+}
+
+__all__ = [
+    '__version__',
+    'DenyList',
+    'FrozenDict',
+    'Scope',
+    'Variable',
+    'apply',
+    'bind',
+    'config',
+    'copy',
+    'errors',
+    'freeze',
+    'get_plugin_manager',
+    'hookimpl',
+    'in_filter',
+    'init',
+    'intersect_filters',
+    'lazy_init',
+    'meta',
+    'pop',
+    'pretty_repr',
+    'serialization',
+    'spmd',
+    'struct',
+    'subtract_filters',
+    'unfreeze',
+    'union_filters',
+]
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'linen.core' has no attribute {name!r}")
+    module_name = _LAZY[name]
+    if module_name is None:
+        value = _importlib.import_module(f'linen.core.{name}')
+    else:
+        value = getattr(_importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value

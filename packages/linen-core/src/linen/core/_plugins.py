@@ -30,6 +30,8 @@ __all__ = [
     'register',
     'unregister',
     'call_hook',
+    'call_single',
+    'import_string',
     'plugin_distribution',
     'load_errors',
     'on_plugins_changed',
@@ -190,6 +192,15 @@ def call_hook(hook_name: str, **kwargs: Any) -> Any:
         if culprit is None:
             raise
         name, dist = plugin_distribution(culprit)
+        raise PluginHookError(name, dist, hook_name, exc) from exc
+
+
+def call_single(impl: Any, hook_name: str, **kwargs: Any) -> Any:
+    """Call one hook implementation; a failure names its plugin and distribution."""
+    try:
+        return impl.function(**{k: kwargs[k] for k in impl.argnames if k in kwargs})
+    except Exception as exc:
+        name, dist = plugin_distribution(impl.plugin)
         raise PluginHookError(name, dist, hook_name, exc) from exc
 
 

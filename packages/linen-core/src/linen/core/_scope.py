@@ -1,0 +1,550 @@
+"""Scopes: a view of the variables and rng streams at one path of a model.
+
+All scopes of one ``init``/``apply`` share a :class:`_Root` that holds the
+variable collections (collection -> nested dict keyed by path) and the
+mutability filter. A scope caches the dict of its own path per collection, so
+reading a parameter is two dict lookups whatever the model's depth.
+
+``Scope.param`` on apply checks that a stored value has the shape its
+initializer would give. Flax re-runs ``jax.eval_shape`` of the initializer on
+every call (most of its tracing overhead); here the abstract result is cached
+per (initializer, arguments), so the check costs a dict lookup after the first
+time a shape is seen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+import numpy as np
+
+from linen.core import errors
+from linen.core._filters import DenyList, Filter, in_filter
+from linen.core._rng import RngStream, check_rngs
+
+__all__ = ['Scope', 'Variable', 'init', 'apply', 'bind', 'lazy_init']
+
+_ABSENT = object()
+
+
+class _Root:
+    """State shared by every scope of one binding."""
+
+    __slots__ = ('variables', 'mutable', 'valid', 'frozen_input')
+
+    def __init__(self, variables: dict[str, Any], mutable: Filter):
+        self.variables = variables
+        self.mutable = mutable
+        self.valid = True
+
+
+# ---------------------------------------------------------------- shape checking
+
+_SHAPE_CACHE: dict[Any, Any] = {}
+_SHAPE_CACHE_LIMIT = 8192
+_ABSTRACT_KEY: list[Any] = []
+
+
+def _abstract_key():
+    if not _ABSTRACT_KEY:
+        _ABSTRACT_KEY.append(jax.ShapeDtypeStruct((), jax.random.key(0).dtype))
+    return _ABSTRACT_KEY[0]
+
+
+def _init_shapes(init_fn: Callable, init_args: tuple, init_kwargs: dict) -> list[tuple]:
+    """Shapes of the leaves ``init_fn(key, *init_args, **init_kwargs)`` would produce."""
+    try:
+        cache_key = (init_fn, init_args, tuple(init_kwargs.items()) if init_kwargs else ())
+        hash(cache_key)
+    except TypeError:
+        cache_key = None
+    if cache_key is not None:
+        shapes = _SHAPE_CACHE.get(cache_key)
+        if shapes is not None:
+            return shapes
+    abstract = jax.eval_shape(
+        lambda k: init_fn(k, *init_args, **init_kwargs), _abstract_key()
+    )
+    shapes = [tuple(np.shape(leaf)) for leaf in jax.tree_util.tree_leaves(abstract)]
+    if cache_key is not None:
+        if len(_SHAPE_CACHE) >= _SHAPE_CACHE_LIMIT:
+            _SHAPE_CACHE.clear()
+        _SHAPE_CACHE[cache_key] = shapes
+    return shapes
+
+
+def _check_param_shape(scope, name, value, init_fn, init_args, init_kwargs) -> None:
+    expected = _init_shapes(init_fn, init_args, init_kwargs)
+    shape = getattr(value, 'shape', None)
+    if shape is not None and len(expected) == 1 and not _is_boxed(value):
+        if tuple(shape) != expected[0]:
+            raise errors.ScopeParamShapeError(name, scope.path_text, shape, expected[0])
+        return
+    for leaf, want in zip(jax.tree_util.tree_leaves(value), expected):
+        if tuple(np.shape(leaf)) != want:
+            raise errors.ScopeParamShapeError(name, scope.path_text, np.shape(leaf), want)
+
+
+_META: list[Any] = []
+
+
+def _meta():
+    # meta imports this module's siblings; resolve it on first use, then keep it.
+    if not _META:
+        from linen.core import meta
+
+        _META.append(meta)
+    return _META[0]
+
+
+def _is_boxed(value) -> bool:
+    return isinstance(value, _meta().AxisMetadata)
+
+
+def _unbox(value):
+    return _meta().unbox(value)
+
+
+# ---------------------------------------------------------------------- Variable
+
+
+class Variable:
+    """A reference to one variable of a scope; ``.value`` reads and writes it.
+
+    >>> counter = scope.variable('counter', 'count', lambda: 0)  # doctest: +SKIP
+    >>> counter.value += 1  # doctest: +SKIP
+    """
+
+    __slots__ = ('scope', 'collection', 'name', 'unbox')
+
+    def __init__(self, scope: Scope, collection: str, name: str, unbox: bool = True):
+        self.scope = scope
+        self.collection = collection
+        self.name = name
+        self.unbox = unbox
+
+    @property
+    def value(self):
+        v = self.scope.get_variable(self.collection, self.name)
+        return _unbox(v) if self.unbox else v
+
+    @value.setter
+    def value(self, value):
+        if self.unbox:
+            current = self.scope.get_variable(self.collection, self.name, _ABSENT)
+            if current is not _ABSENT and _is_boxed(current):
+                value = current.replace_boxed(value)
+        self.scope.put_variable(self.collection, self.name, value)
+
+    def is_mutable(self) -> bool:
+        return self.scope.is_mutable_collection(self.collection)
+
+    def __repr__(self) -> str:
+        return f'Variable(collection={self.collection!r}, name={self.name!r})'
+
+
+# ------------------------------------------------------------------------- Scope
+
+
+class Scope:
+    """Variables and rng streams at one path; create with :func:`init`/:func:`apply`/:func:`bind`.
+
+    Attributes:
+      name: the last path component (None for the root).
+      parent: the enclosing scope (None for the root).
+      path: tuple of names from the root.
+    """
+
+    __slots__ = (
+        '_root',
+        'name',
+        'parent',
+        'path',
+        'reservations',
+        'rng_counters',
+        '_child_counters',
+        '_rngs',
+        '_cols',
+        'flags',
+        '__weakref__',
+    )
+
+    def __init__(
+        self,
+        root: _Root,
+        name: str | None = None,
+        parent: Scope | None = None,
+        rngs: dict[str, RngStream] | None = None,
+        rng_counters: dict[str, int] | None = None,
+        flags: Mapping[str, Any] | None = None,
+    ):
+        self._root = root
+        self.name = name
+        self.parent = parent
+        self.path = () if parent is None else parent.path + (name,)
+        self.reservations: dict[str, set] = {}
+        self.rng_counters = {} if rng_counters is None else rng_counters
+        self._child_counters: dict[str, dict[str, int]] = {}
+        self._rngs = rngs
+        self._cols: dict[str, Any] = {}
+        self.flags = flags if flags is not None else (parent.flags if parent else {})
+
+    # -- identity -----------------------------------------------------------------
+
+    @property
+    def path_text(self) -> str:
+        return '/'.join(map(str, self.path))
+
+    @property
+    def root(self) -> Scope:
+        scope = self
+        while scope.parent is not None:
+            scope = scope.parent
+        return scope
+
+    @property
+    def mutable(self) -> Filter:
+        return self._root.mutable
+
+    @property
+    def rngs(self) -> dict[str, RngStream]:
+        rngs = self._rngs
+        if rngs is None:
+            # Children derive their streams only when asked: an apply without
+            # rngs, or with a few streams used deep down, pays nothing elsewhere.
+            parent_rngs = self.parent.rngs if self.parent is not None else {}
+            rngs = self._rngs = {k: r.child(self.name) for k, r in parent_rngs.items()}
+        return rngs
+
+    def __repr__(self) -> str:
+        return f'Scope(path={self.path_text!r})'
+
+    # -- validity -----------------------------------------------------------------
+
+    def invalidate(self) -> None:
+        """Mark every scope of this binding as no longer usable."""
+        self._root.valid = False
+
+    def _check_valid(self) -> None:
+        if not self._root.valid:
+            raise errors.InvalidScopeError(self.path_text or '<root>')
+
+    @contextlib.contextmanager
+    def temporary(self):
+        """Context in which this (root) scope is valid; invalidated on exit."""
+        try:
+            yield self
+        finally:
+            self.invalidate()
+
+    # -- naming -------------------------------------------------------------------
+
+    def reserve(self, name: str, col: str | None = None) -> None:
+        """Claim ``name`` in this scope; a variable name may repeat across collections."""
+        if not isinstance(name, str):
+            raise TypeError(
+                f'Variable and submodule names must be str, got {name!r} in {self.path_text!r}.'
+            )
+        taken = self.reservations.get(name)
+        if taken is None:
+            self.reservations[name] = {col}
+            return
+        if col is None or col in taken or None in taken:
+            raise errors.NameInUseError(
+                'variable' if col else 'submodule', name, self.path_text or '<root>'
+            )
+        taken.add(col)
+
+    def default_name(self, prefix: str) -> str:
+        """The first free ``f'{prefix}{i}'``."""
+        i = 0
+        while f'{prefix}{i}' in self.reservations:
+            i += 1
+        return f'{prefix}{i}'
+
+    def rewound(self, rewind_rngs: bool = False) -> Scope:
+        """A fresh view of the same path: names may be claimed again.
+
+        Rng counters carry over unless ``rewind_rngs``.
+        """
+        scope = Scope(
+            self._root,
+            self.name,
+            self.parent,
+            rngs=self._rngs,
+            rng_counters={} if rewind_rngs else self.rng_counters,
+            flags=self.flags,
+        )
+        scope._child_counters = {} if rewind_rngs else self._child_counters
+        scope._cols = self._cols
+        return scope
+
+    def push(self, name: str | None = None, prefix: str = '', reuse: bool = False) -> Scope:
+        """A child scope called ``name`` (or the next free ``prefix{i}``)."""
+        self._check_valid()
+        if name is None:
+            name = self.default_name(prefix)
+        if not reuse or name not in self.reservations:
+            self.reserve(name)
+        counters = self._child_counters.get(name)
+        if counters is None:
+            counters = self._child_counters[name] = {}
+        return Scope(self._root, name, self, rngs=None, rng_counters=counters)
+
+    def child(
+        self,
+        fn: Callable,
+        name: str | None = None,
+        prefix: str | None = None,
+        named_call: bool = True,
+        **partial_kwargs,
+    ) -> Callable:
+        """``fn`` partially applied to a child scope; runs under ``jax.named_scope(name)``.
+
+        >>> def dense(scope, x, features): ...  # doctest: +SKIP
+        >>> y = scope.child(dense, 'dense')(x, 3)  # doctest: +SKIP
+        """
+        if name is None:
+            if prefix is None:
+                prefix = getattr(fn, '__name__', 'child') + '_'
+            name = self.default_name(prefix)
+        scope = self.push(name)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            kwargs = dict(partial_kwargs, **kwargs)
+            if named_call:
+                with jax.named_scope(name):
+                    return fn(scope.rewound(), *args, **kwargs)
+            return fn(scope.rewound(), *args, **kwargs)
+
+        return wrapper
+
+    # -- collections --------------------------------------------------------------
+
+    def is_mutable_collection(self, col: str) -> bool:
+        return in_filter(self._root.mutable, col)
+
+    def _collection(self, col: str) -> Any:
+        """This scope's dict of ``col`` (None when absent). Cached per scope."""
+        d = self._cols.get(col, _ABSENT)
+        if d is not _ABSENT and d is not None:
+            return d
+        d = self._root.variables.get(col)
+        for part in self.path:
+            if d is None:
+                break
+            d = d.get(part)
+        if d is not None:
+            self._cols[col] = d
+        return d
+
+    def _mutable_collection(self, col: str) -> dict:
+        d = self._cols.get(col)
+        if d is not None and isinstance(d, dict):
+            return d
+        d = self._root.variables.get(col)
+        if not isinstance(d, dict):
+            d = self._root.variables[col] = {} if d is None else _thaw(d)
+        for part in self.path:
+            nxt = d.get(part)
+            if not isinstance(nxt, dict):
+                nxt = d[part] = {} if nxt is None else _thaw(nxt)
+            d = nxt
+        self._cols[col] = d
+        return d
+
+    def collections(self) -> tuple[str, ...]:
+        """Names of the collections that hold variables at this path."""
+        return tuple(c for c in self._root.variables if self._collection(c) is not None)
+
+    def variables(self) -> dict[str, Any]:
+        """``{collection: {name: value}}`` of this scope and below."""
+        out = {}
+        for col in self._root.variables:
+            d = self._collection(col)
+            if d is not None:
+                out[col] = d
+        return out
+
+    def is_collection_empty(self, col: str) -> bool:
+        d = self._collection(col)
+        return not d
+
+    def has_variable(self, col: str, name: str) -> bool:
+        d = self._collection(col)
+        return d is not None and name in d
+
+    def get_variable(self, col: str, name: str, default: Any = _ABSENT) -> Any:
+        d = self._collection(col)
+        if d is not None:
+            v = d.get(name, _ABSENT)
+            if v is not _ABSENT:
+                return v
+        if default is not _ABSENT:
+            return default
+        raise errors.ScopeVariableNotFoundError(name, col, self.path_text)
+
+    def put_variable(self, col: str, name: str, value: Any) -> None:
+        self._check_valid()
+        if not self.is_mutable_collection(col):
+            raise errors.ModifyScopeVariableError(col, name, self.path_text)
+        self._mutable_collection(col)[name] = value
+
+    # -- variables ----------------------------------------------------------------
+
+    def variable(
+        self,
+        col: str,
+        name: str,
+        init_fn: Callable | None = None,
+        *init_args,
+        unbox: bool = True,
+        **init_kwargs,
+    ) -> Variable:
+        """A :class:`Variable` for ``col/name``, created with ``init_fn(*init_args)`` if absent."""
+        self.reserve(name, col)
+        if not self.has_variable(col, name):
+            if not self.is_mutable_collection(col) or init_fn is None:
+                if self.is_collection_empty(col):
+                    raise errors.ScopeCollectionNotFound(col, name, self.path_text)
+                raise errors.ScopeVariableNotFoundError(name, col, self.path_text)
+            self.put_variable(col, name, init_fn(*init_args, **init_kwargs))
+        return Variable(self, col, name, unbox=unbox)
+
+    def param(
+        self, name: str, init_fn: Callable, *init_args, unbox: bool = True, **init_kwargs
+    ) -> Any:
+        """The parameter ``name``, initialized with ``init_fn(make_rng('params'), *init_args)``.
+
+        On apply, a stored value whose shape differs from what ``init_fn`` gives
+        raises :class:`~linen.core.errors.ScopeParamShapeError`.
+        """
+        self.reserve(name, 'params')
+        d = self._collection('params')
+        value = d.get(name, _ABSENT) if d is not None else _ABSENT
+        if value is _ABSENT:
+            if not self.is_mutable_collection('params'):
+                if d is None or not d:
+                    raise errors.ScopeCollectionNotFound('params', name, self.path_text)
+                raise errors.ScopeParamNotFoundError(name, self.path_text)
+            value = init_fn(self.make_rng('params'), *init_args, **init_kwargs)
+            self.put_variable('params', name, value)
+        elif self.flags.get('shape_check', True):
+            _check_param_shape(self, name, value, init_fn, init_args, init_kwargs)
+        if unbox and _is_boxed(value):
+            value = _unbox(value)
+        return value
+
+    # -- rngs ---------------------------------------------------------------------
+
+    def has_rng(self, name: str) -> bool:
+        return name in self.rngs
+
+    def make_rng(self, name: str = 'params') -> Any:
+        """The next key of stream ``name`` (falling back to ``'params'``)."""
+        self._check_valid()
+        rngs = self.rngs
+        stream = rngs.get(name)
+        if stream is None:
+            stream = rngs.get('params')
+            if stream is None:
+                raise errors.InvalidRngError(
+                    f'{self.path_text or "The root scope"} needs a PRNG key for stream '
+                    f'"{name}" and none was given (nor a "params" key to fall back to). '
+                    f'Pass `rngs={{"{name}": key}}` to `init`/`apply`.'
+                )
+            name = 'params'
+        count = self.rng_counters.get(name, 0) + 1
+        self.rng_counters[name] = count
+        return stream.derive(count)
+
+    # -- results ------------------------------------------------------------------
+
+    def mutable_variables(self) -> dict[str, Any]:
+        """The collections this binding may mutate, as plain dicts."""
+        mutable = self._root.mutable
+        return {
+            col: _thaw(v) for col, v in self._root.variables.items() if in_filter(mutable, col)
+        }
+
+
+def _thaw(x: Any) -> Any:
+    """A plain-dict deep copy of nested mappings (leaves are shared)."""
+    if isinstance(x, Mapping):
+        return {k: _thaw(v) for k, v in x.items()}
+    return x
+
+
+# --------------------------------------------------------------- init / apply
+
+
+def _check_variables(variables: Any) -> None:
+    if not isinstance(variables, Mapping):
+        raise errors.ApplyScopeInvalidVariablesTypeError(variables)
+    for v in variables.values():
+        if not isinstance(v, Mapping):
+            raise errors.ApplyScopeInvalidVariablesStructureError(variables)
+
+
+def bind(
+    variables: Mapping[str, Any],
+    rngs: Any = None,
+    mutable: Filter = False,
+    flags: Mapping[str, Any] | None = None,
+) -> Scope:
+    """A root scope over ``variables``; mutable collections are copied, never mutated in place."""
+    _check_variables(variables)
+    streams = {k: RngStream(v) for k, v in check_rngs(rngs).items()}
+    own = {
+        col: (_thaw(v) if in_filter(mutable, col) else v) for col, v in variables.items()
+    }
+    return Scope(_Root(own, mutable), rngs=streams, flags=dict(flags or {}))
+
+
+def apply(fn: Callable, mutable: Filter = False, flags: Mapping[str, Any] | None = None):
+    """Functionalise ``fn(scope, *args)``: ``apply(fn)(variables, *args, rngs=None)``.
+
+    Returns ``y``, or ``(y, mutated_variables)`` when ``mutable`` is not False.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(variables, *args, rngs=None, **kwargs):
+        root = bind(variables, rngs=rngs, mutable=mutable, flags=flags)
+        with root.temporary():
+            y = fn(root, *args, **kwargs)
+            if mutable is not False:
+                return y, root.mutable_variables()
+            return y
+
+    return wrapper
+
+
+def init(fn: Callable, mutable: Filter = True, flags: Mapping[str, Any] | None = None):
+    """Functionalise ``fn(scope, *args)``: ``init(fn)(rngs, *args)`` returns ``(y, variables)``."""
+
+    @functools.wraps(fn)
+    def wrapper(rngs, *args, **kwargs):
+        rngs = check_rngs(rngs)
+        return apply(fn, mutable=mutable, flags=flags)({}, *args, rngs=rngs, **kwargs)
+
+    return wrapper
+
+
+def lazy_init(fn: Callable, mutable: Filter = True, flags: Mapping[str, Any] | None = None):
+    """Like :func:`init` but only shapes are computed (arguments may be ShapeDtypeStructs)."""
+
+    def wrapper(rngs, *args, **kwargs):
+        def f(rngs, *args):
+            return init(fn, mutable=mutable, flags=flags)(rngs, *args, **kwargs)[1]
+
+        return jax.eval_shape(f, rngs, *args)
+
+    return wrapper
+
+
+DenyList = DenyList  # re-exported for `from linen.core._scope import DenyList`

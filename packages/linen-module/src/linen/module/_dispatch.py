@@ -1,0 +1,97 @@
+"""The method dispatcher's wrapper chain.
+
+Wrappers come from the ``linen_method_wrapper`` hook. The composed chain is
+cached per context (a ContextVar, so threads and asyncio tasks that activate a
+wrapper do not affect each other) and tagged with a global generation that
+changes when plugins change; with no active wrapper the cached value is
+``None`` and the dispatcher calls the method directly.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable
+from typing import Any
+
+from linen.core import _plugins
+
+__all__ = ['invalidate_method_wrappers', 'get_runner', 'MethodCallContext']
+
+_generation = [0]
+_chain: contextvars.ContextVar[tuple[int, Any] | None] = contextvars.ContextVar(
+    'linen_method_wrapper_chain', default=None
+)
+
+
+def invalidate_method_wrappers(everywhere: bool = False) -> None:
+    """Rebuild the wrapper chain on the next call (this context, or every context)."""
+    if everywhere:
+        _generation[0] += 1
+    _chain.set(None)
+
+
+_plugins.on_plugins_changed(lambda: invalidate_method_wrappers(everywhere=True))
+
+
+class MethodCallContext:
+    """The ``context`` argument of a wrapper (Flax's interceptor context fields too)."""
+
+    __slots__ = ('module', 'method_name', 'method')
+
+    def __init__(self, module: Any, method_name: str, method: Callable):
+        self.module = module
+        self.method_name = method_name
+        self.method = method
+
+    @property
+    def orig_method(self) -> Callable:
+        return self.method
+
+    def __repr__(self) -> str:
+        return f'MethodCallContext({type(self.module).__name__}.{self.method_name})'
+
+
+class _Link:
+    __slots__ = ('wrapper', 'next_fn', 'context')
+
+    def __init__(self, wrapper, next_fn, context):
+        self.wrapper = wrapper
+        self.next_fn = next_fn
+        self.context = context
+
+    def __call__(self, *args, **kwargs):
+        return self.wrapper(self.next_fn, args, kwargs, self.context)
+
+
+def _compose(wrappers: tuple[Callable, ...]) -> Callable:
+    def run(fun, module, method_name, args, kwargs):
+        context = MethodCallContext(module, method_name, fun)
+
+        def call(*a, **k):
+            return fun(module, *a, **k)
+
+        next_fn: Callable = call
+        for wrapper in reversed(wrappers):
+            next_fn = _Link(wrapper, next_fn, context)
+        return next_fn(*args, **kwargs)
+
+    return run
+
+
+def _build() -> Callable | None:
+    pm = _plugins.get_plugin_manager()
+    hook = getattr(pm.hook, 'linen_method_wrapper', None)
+    if hook is None or not hook.get_hookimpls():
+        return None
+    wrappers = tuple(w for w in _plugins.call_hook('linen_method_wrapper') if w is not None)
+    return _compose(wrappers) if wrappers else None
+
+
+def get_runner() -> Callable | None:
+    """The composed wrapper chain for this context, or None when nothing wraps."""
+    entry = _chain.get()
+    if entry is not None and entry[0] == _generation[0]:
+        return entry[1]
+    runner = _build()
+    _chain.set((_generation[0], runner))
+    return runner

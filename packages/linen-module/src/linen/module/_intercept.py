@@ -1,0 +1,56 @@
+"""``intercept_methods``: a method-wrapper plugin running user interceptors.
+
+An interceptor is ``interceptor(next_fun, args, kwargs, context)`` with
+``context.module``, ``context.method_name`` and ``context.orig_method``, as in
+Flax. Nested ``intercept_methods`` blocks compose; the outermost runs first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Callable
+
+from linen.core.hookspecs import hookimpl
+from linen.module._dispatch import invalidate_method_wrappers
+
+_interceptors: contextvars.ContextVar[tuple[Callable, ...]] = contextvars.ContextVar(
+    'linen_interceptors', default=()
+)
+
+
+@contextlib.contextmanager
+def intercept_methods(interceptor: Callable):
+    """Run every wrapped Module method call in this context through ``interceptor``.
+
+    >>> def log(next_fun, args, kwargs, context):  # doctest: +SKIP
+    ...     print(context.module.name, context.method_name)
+    ...     return next_fun(*args, **kwargs)
+    >>> with intercept_methods(log):  # doctest: +SKIP
+    ...     model.apply(variables, x)
+    """
+    token = _interceptors.set(_interceptors.get() + (interceptor,))
+    invalidate_method_wrappers()
+    try:
+        yield
+    finally:
+        _interceptors.reset(token)
+        invalidate_method_wrappers()
+
+
+def _run_interceptors(next_fn, args, kwargs, context):
+    for interceptor in reversed(_interceptors.get()):
+        next_fn = _bind(interceptor, next_fn, context)
+    return next_fn(*args, **kwargs)
+
+
+def _bind(interceptor, next_fn, context):
+    def call(*args, **kwargs):
+        return interceptor(next_fn, args, kwargs, context)
+
+    return call
+
+
+@hookimpl
+def linen_method_wrapper():
+    return _run_interceptors if _interceptors.get() else None

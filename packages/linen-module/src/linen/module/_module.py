@@ -1,0 +1,782 @@
+"""The dataclass ``Module``.
+
+A Module subclass is a frozen dataclass whose fields are its constructor
+arguments (``parent`` and ``name`` are keyword-only and last). Public methods are
+wrapped once, at class creation, by :func:`_wrap_method`; every call then goes
+through :func:`_call_wrapped_method`, which does the Module bookkeeping (lazy
+setup, compact state, the module stack) and hands the call to the wrapper chain
+of the ``linen_method_wrapper`` hook — or calls it directly when no plugin wraps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import jax
+
+from linen.core import errors
+from linen.core._filters import DenyList, Filter, union_filters
+from linen.core._scope import Scope, Variable, _thaw
+from linen.core._scope import bind as core_bind
+from linen.core._scope import init as core_init
+from linen.core._scope import lazy_init as core_lazy_init
+from linen.module import _capture
+from linen.module._dispatch import get_runner
+from linen.module._state import ModuleState, _stack
+
+__all__ = [
+    'Module',
+    'compact',
+    'nowrap',
+    'compact_name_scope',
+    'apply',
+    'init',
+    'init_with_output',
+    'merge_param',
+    'share_scope',
+]
+
+
+class _Unspecified:
+    def __repr__(self) -> str:
+        return '_unspecified_parent'
+
+    def __reduce__(self):
+        return (_get_unspecified, ())
+
+
+_UNSPECIFIED = _Unspecified()
+
+
+def _get_unspecified():
+    return _UNSPECIFIED
+
+
+# ------------------------------------------------------------------ decorators
+
+
+def compact(fun: Callable) -> Callable:
+    """Mark the one method of a class that may define submodules and variables inline."""
+    fun.compact = True  # type: ignore[attr-defined]
+    return fun
+
+
+def nowrap(fun: Callable) -> Callable:
+    """Mark a helper method that the dispatcher must not wrap (no setup, no labels)."""
+    fun.nowrap = True  # type: ignore[attr-defined]
+    return fun
+
+
+def compact_name_scope(fun: Callable) -> Callable:
+    """Let a method of a ``setup``-style module define submodules inline, under its own name.
+
+    Submodules and variables created in ``fun`` live at ``<module path>/<fun name>/``.
+    """
+    fun.compact_name_scope = True  # type: ignore[attr-defined]
+    return fun
+
+
+# Methods of the base class that are API, never user methods to wrap.
+_BASE_NAMES: frozenset[str] = frozenset()
+
+
+def _wrap_method(fun: Callable) -> Callable:
+    """The dispatcher entry for one method, made once per class attribute."""
+    is_compact = bool(getattr(fun, 'compact', False))
+    method_name = fun.__name__
+    if getattr(fun, 'compact_name_scope', False):
+        return _wrap_compact_name_scope(fun)
+
+    @functools.wraps(fun)
+    def wrapped(self, *args, **kwargs):
+        return _call_wrapped_method(self, fun, method_name, is_compact, args, kwargs)
+
+    wrapped.method_handler_wrapped = True  # type: ignore[attr-defined]
+    wrapped.inner_fun = fun  # type: ignore[attr-defined]
+    return wrapped
+
+
+def _call_wrapped_method(self, fun, method_name, is_compact, args, kwargs):
+    scope = self.scope
+    if scope is None:
+        if is_compact:
+            raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
+        return fun(self, *args, **kwargs)
+    state = self._state
+    if not state.setup_called:
+        self._try_setup()
+    if is_compact:
+        recurrent = state.in_compact_method
+        state.in_compact_method = True
+    stack = _stack.modules
+    stack.append(self)
+    try:
+        runner = get_runner()
+        if runner is None:
+            return fun(self, *args, **kwargs)
+        return runner(fun, self, method_name, args, kwargs)
+    finally:
+        stack.pop()
+        if is_compact:
+            # A compact method may be called again (module reuse): its names are
+            # claimed afresh each call, rng counters carry on.
+            self.scope.reservations.clear()
+            if not recurrent:
+                state.reset_compact()
+
+
+def _wrap_compact_name_scope(fun: Callable) -> Callable:
+    method_name = fun.__name__
+
+    @functools.wraps(fun)
+    def wrapped(self, *args, **kwargs):
+        if self.scope is None:
+            raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
+        if not self._state.setup_called:
+            self._try_setup()
+        sub = self._name_scopes.get(method_name)
+        if sub is None:
+            sub = _NameScope(parent=None)
+            sub.__dict__['parent'] = self
+            sub.__dict__['name'] = method_name
+            sub.__dict__['scope'] = self.scope.push(method_name, reuse=True)
+            self._name_scopes[method_name] = sub
+        return _call_wrapped_method(
+            sub, lambda m, *a, **k: fun(self, *a, **k), method_name, True, args, kwargs
+        )
+
+    wrapped.method_handler_wrapped = True  # type: ignore[attr-defined]
+    return wrapped
+
+
+# ---------------------------------------------------------------------- Module
+
+
+def _map_submodules(value: Any, fn: Callable[[str, Any], Any], suffix: str = '') -> Any:
+    """Apply ``fn(suffix, module)`` to every Module in lists, tuples and dicts of ``value``."""
+    if isinstance(value, Module):
+        return fn(suffix, value)
+    if isinstance(value, (list, tuple)) and not _is_namedtuple(value):
+        items = [_map_submodules(v, fn, f'{suffix}_{i}') for i, v in enumerate(value)]
+        return tuple(items)
+    if isinstance(value, Mapping) and not isinstance(value, Scope):
+        return type(value)(
+            {k: _map_submodules(v, fn, f'{suffix}_{k}') for k, v in value.items()}
+        )  # type: ignore[call-arg]
+    return value
+
+
+def _is_namedtuple(x) -> bool:
+    return isinstance(x, tuple) and hasattr(x, '_fields')
+
+
+def _might_hold_modules(value: Any) -> bool:
+    return isinstance(value, (Module, list, tuple, dict, Mapping))
+
+
+class Module:
+    """Base class of all neural-network modules; subclasses are dataclasses.
+
+    >>> import linen.nn as nn  # doctest: +SKIP
+    >>> class MLP(nn.Module):  # doctest: +SKIP
+    ...     features: tuple
+    ...     @nn.compact
+    ...     def __call__(self, x):
+    ...         for f in self.features:
+    ...             x = nn.relu(nn.Dense(f)(x))
+    ...         return x
+    """
+
+    if typing.TYPE_CHECKING:
+        name: str | None
+        parent: Module | Scope | None
+        scope: Scope | None
+        _state: ModuleState
+
+    # -- class creation --------------------------------------------------------
+
+    def __init_subclass__(cls, kw_only: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get('__annotations__', {})
+        if 'parent' in own or 'name' in own:
+            raise errors.ReservedModuleAttributeError(own)
+        _add_parent_and_name(cls)
+        dataclasses.dataclass(cls, frozen=True, repr=False, kw_only=kw_only)  # type: ignore[call-overload]
+        # The frozen dataclass writes fields with object.__setattr__ (fast); our
+        # own __setattr__ then governs assignment after construction.
+        cls.__setattr__ = Module.__setattr__  # type: ignore[method-assign]
+        cls.__delattr__ = Module.__delattr__  # type: ignore[method-assign]
+        _wrap_methods(cls)
+        _check_single_compact(cls)
+        cls._field_names = tuple(  # type: ignore[attr-defined]
+            f.name for f in dataclasses.fields(cls) if f.init and f.name not in ('parent', 'name')
+        )
+
+    # -- construction ----------------------------------------------------------
+
+    def __post_init__(self) -> None:
+        d = self.__dict__
+        d['_state'] = ModuleState()
+        d['scope'] = None
+        parent = d['parent']
+        if parent is _UNSPECIFIED:
+            stack = _stack.modules
+            parent = stack[-1] if stack else None
+            d['parent'] = parent
+        if parent is None:
+            return
+        if isinstance(parent, Scope):
+            d['scope'] = parent
+            return
+        if not isinstance(parent, Module):
+            raise errors.LinenError(
+                f'{type(self).__name__}(parent=...) must be a Module, a Scope or None; '
+                f'got {type(parent).__name__}.'
+            )
+        pstate = parent._state
+        if pstate.in_setup and d['name'] is None:
+            # Named when assigned to an attribute in setup (`self.layers = [...]`).
+            return
+        if parent.scope is None:
+            # The parent is unbound: this module is bound when the parent is.
+            return
+        if not (pstate.in_setup or pstate.in_compact_method):
+            raise errors.AssignSubModuleError(type(self).__name__)
+        name = d['name']
+        if name is None:
+            prefix = type(self).__name__
+            cursor = pstate.autoname_cursor.get(prefix, 0)
+            name = f'{prefix}_{cursor}'
+            while name in pstate.children or name in parent.scope.reservations:
+                cursor += 1
+                name = f'{prefix}_{cursor}'
+            pstate.autoname_cursor[prefix] = cursor + 1
+            d['name'] = name
+        elif name in pstate.children:
+            raise errors.NameInUseError('submodule', name, type(parent).__name__)
+        if not isinstance(name, str):
+            raise errors.LinenError(
+                f'Module names must be strings, got {name!r} for {type(self).__name__}.'
+            )
+        pstate.children[name] = self
+        d['scope'] = parent.scope.push(name, reuse=pstate.in_compact_method)
+
+    # -- attributes ------------------------------------------------------------
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        state = self.__dict__.get('_state')
+        if state is None or not state.in_setup:
+            raise errors.SetAttributeFrozenModuleError(type(self).__name__, name, value)
+        if name in type(self)._field_names or name in ('parent', 'name'):  # type: ignore[attr-defined]
+            raise errors.SetAttributeInModuleSetupError()
+        if _might_hold_modules(value):
+            value = self._register_submodules(name, value)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise errors.SetAttributeFrozenModuleError(type(self).__name__, name)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when normal lookup fails: setup may define the attribute.
+        d = self.__dict__
+        state = d.get('_state')
+        if state is None and name in ('_state', 'scope'):
+            raise errors.IncorrectPostInitOverrideError()
+        if state is not None and not state.setup_called and d.get('scope') is not None:
+            self._try_setup()
+            if name in d:
+                return d[name]
+        hint = ''
+        if d.get('scope') is None and state is not None:
+            hint = (
+                ' Attributes defined in setup() exist only on bound modules: use it inside '
+                '`init`/`apply`, or `module.bind(variables)`.'
+            )
+        raise AttributeError(f'"{type(self).__name__}" object has no attribute "{name}".{hint}')
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()))
+
+    # -- setup -----------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Define submodules and variables; runs lazily, once, on first use of a bound module."""
+
+    def _try_setup(self) -> None:
+        state = self._state
+        if state.setup_called or state.in_setup or self.scope is None:
+            return
+        state.in_setup = True
+        _stack.modules.append(self)
+        try:
+            # Modules passed as fields are adopted under the field's name.
+            for field_name in type(self)._field_names:  # type: ignore[attr-defined]
+                value = self.__dict__.get(field_name)
+                if _might_hold_modules(value):
+                    adopted = self._register_submodules(field_name, value)
+                    if adopted is not value:
+                        object.__setattr__(self, field_name, adopted)
+            if type(self).setup is not Module.setup:
+                self.setup()
+            state.setup_called = True
+        finally:
+            state.in_setup = False
+            _stack.modules.pop()
+
+    def _register_submodules(self, name: str, value: Any) -> Any:
+        queue: list[Module] = []
+        cache: dict[int, Module] = {}
+
+        def adopt(suffix: str, module: Module) -> Module:
+            if module.parent is None:
+                # Created outside any module: a clone belongs to this one.
+                key = id(module)
+                if key not in cache:
+                    cache[key] = module.clone(parent=None, name=None, _deep_clone=True)
+                module = cache[key]
+            if module.__dict__['name'] is None and (
+                module.parent is None or module.parent is self
+            ):
+                module.__dict__['parent'] = self
+                module.__dict__['name'] = f'{name}{suffix}'
+                queue.append(module)
+            return module
+
+        value = _map_submodules(value, adopt)
+        for module in queue:
+            module.__post_init__()
+        return value
+
+    # -- variables -------------------------------------------------------------
+
+    def _bound_scope(self, what: str) -> Scope:
+        scope = self.scope
+        if scope is None:
+            raise errors.LinenError(
+                f"Can't {what} on an unbound {type(self).__name__}: it has no variables. Call "
+                'it inside `init`/`apply`, or bind it with `module.bind(variables)`.'
+            )
+        return scope
+
+    def param(self, name: str, init_fn: Callable, *init_args, unbox: bool = True, **init_kwargs):
+        """A parameter in collection ``params``, created with ``init_fn(rng, *init_args)``."""
+        scope = self.scope
+        if scope is None:
+            scope = self._bound_scope(f'create parameter "{name}"')
+        if name in self._state.children and not isinstance(self._state.children[name], str):
+            raise errors.NameInUseError('param', name, type(self).__name__)
+        return scope.param(name, init_fn, *init_args, unbox=unbox, **init_kwargs)
+
+    def variable(
+        self, col: str, name: str, init_fn: Callable | None = None, *init_args,
+        unbox: bool = True, **init_kwargs,
+    ) -> Variable:
+        """A :class:`Variable` of collection ``col``, created with ``init_fn(*init_args)``."""
+        scope = self._bound_scope(f'create variable "{col}/{name}"')
+        if name in self._state.children and not isinstance(self._state.children[name], str):
+            raise errors.NameInUseError('variable', name, type(self).__name__)
+        return scope.variable(col, name, init_fn, *init_args, unbox=unbox, **init_kwargs)
+
+    def has_variable(self, col: str, name: str) -> bool:
+        return self._bound_scope('query variables').has_variable(col, name)
+
+    def get_variable(self, col: str, name: str, default: Any = None) -> Any:
+        return self._bound_scope('read variables').get_variable(col, name, default)
+
+    def put_variable(self, col: str, name: str, value: Any) -> None:
+        self._bound_scope('write variables').put_variable(col, name, value)
+
+    def has_rng(self, name: str) -> bool:
+        return self._bound_scope('query rngs').has_rng(name)
+
+    def make_rng(self, name: str = 'params') -> jax.Array:
+        """The next key of stream ``name``; falls back to ``'params'`` when it was not given."""
+        return self._bound_scope(f'make an rng for "{name}"').make_rng(name)
+
+    def is_mutable_collection(self, col: str) -> bool:
+        return self._bound_scope('query collections').is_mutable_collection(col)
+
+    def is_initializing(self) -> bool:
+        """True inside ``init``/``init_with_output``."""
+        return bool(self._bound_scope('query initialization').flags.get('initializing', False))
+
+    @property
+    def variables(self) -> dict[str, Any]:
+        """``{collection: {name: value}}`` of this module and below."""
+        return self._bound_scope('read variables').variables()
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        return self._bound_scope('read the path').path
+
+    def sow(
+        self,
+        col: str,
+        name: str,
+        value: Any,
+        reduce_fn: Callable = lambda xs, x: xs + (x,),
+        init_fn: Callable = lambda: (),
+    ) -> bool:
+        """Add ``value`` to ``col/name`` if ``col`` is mutable; returns whether it was stored."""
+        scope = self._bound_scope(f'sow "{col}/{name}"')
+        if not scope.is_mutable_collection(col):
+            return False
+        if scope.has_variable(col, name):
+            xs = scope.get_variable(col, name)
+        else:
+            scope.reserve(name, col)
+            self._state.children[name] = col
+            xs = init_fn()
+        scope.put_variable(col, name, reduce_fn(xs, value))
+        return True
+
+    def perturb(self, name: str, value: Any, collection: str = 'perturbations') -> Any:
+        """Add a zero-initialised variable to ``value`` so its gradient can be taken."""
+        scope = self._bound_scope(f'perturb "{name}"')
+        if scope.is_mutable_collection(collection) and not scope.has_variable(collection, name):
+            scope.reserve(name, collection)
+            self._state.children[name] = collection
+            scope.put_variable(collection, name, jax.tree_util.tree_map(_zeros_like, value))
+        if collection in scope._root.variables:
+            if scope.has_variable(collection, name):
+                old = scope.get_variable(collection, name)
+                return jax.tree_util.tree_map(lambda a, b: a + b, value, old)
+            raise errors.ScopeVariableNotFoundError(name, collection, scope.path_text)
+        return value
+
+    # -- cloning and binding -----------------------------------------------------
+
+    def clone(
+        self, *, parent: Any = None, _deep_clone: bool = False, _reset_names: bool = False,
+        **updates: Any,
+    ) -> Module:
+        """A new unbound (or re-parented) instance with the same fields, updated by ``updates``."""
+        attrs = {f: self.__dict__[f] for f in type(self)._field_names}  # type: ignore[attr-defined]
+        attrs['name'] = None if _reset_names else self.__dict__['name']
+        if _deep_clone:
+            for key, value in attrs.items():
+                if _might_hold_modules(value):
+                    attrs[key] = _map_submodules(
+                        value,
+                        lambda _, m: m.clone(parent=None, _deep_clone=True)
+                        if m.parent is None or isinstance(m.parent, Scope) or m.scope is None
+                        else m,
+                    )
+                    if isinstance(value, list):
+                        attrs[key] = list(attrs[key])
+        attrs.update(updates)
+        return type(self)(parent=parent, **attrs)
+
+    def copy(self, *, parent: Any = _UNSPECIFIED, name: str | None = None, **updates: Any):
+        """A copy with ``updates`` (parent unspecified: the current module, as at construction)."""
+        return self.clone(parent=parent, name=name, **updates)
+
+    def bind(self, variables: Mapping, *args, rngs: Any = None, mutable: Filter = False) -> Module:
+        """A copy bound to ``variables`` for interactive use."""
+        scope = core_bind(variables, rngs=rngs, mutable=mutable)
+        return self.clone(parent=scope, _deep_clone=True)
+
+    def unbind(self) -> tuple[Module, dict]:
+        """``(unbound copy, variables)`` of a bound module."""
+        if self.scope is None:
+            raise errors.CallUnbindOnUnboundModuleError()
+        self._try_setup()
+        return self.clone(parent=None, _deep_clone=True), _thaw(self.variables)
+
+    # -- init / apply --------------------------------------------------------------
+
+    def _resolve_method(self, method: Any) -> Callable:
+        if method is None:
+            for klass in type(self).__mro__:
+                if '__call__' in klass.__dict__:
+                    return klass.__dict__['__call__']
+            raise errors.ApplyModuleInvalidMethodError('__call__', type(self).__name__)
+        if isinstance(method, str):
+            attr = getattr(type(self), method, None)
+            if attr is None or not callable(attr):
+                raise errors.ApplyModuleInvalidMethodError(method, type(self).__name__)
+            return attr
+        if inspect.ismethod(method) and isinstance(method.__self__, Module):
+            return method.__func__
+        if callable(method):
+            return method
+        raise errors.ApplyModuleInvalidMethodError(method, type(self).__name__)
+
+    def _scope_fn(self, method: Any, capture_intermediates: Any) -> Callable:
+        fn = self._resolve_method(method)
+
+        def scope_fn(scope: Scope, *args, **kwargs):
+            module = self.clone(parent=scope, _deep_clone=True)
+            if capture_intermediates:
+                with _capture.capturing(capture_intermediates):
+                    return fn(module, *args, **kwargs)
+            return fn(module, *args, **kwargs)
+
+        return scope_fn
+
+    def apply(
+        self,
+        variables: Mapping,
+        *args,
+        rngs: Any = None,
+        method: Any = None,
+        mutable: Filter = False,
+        capture_intermediates: bool | Callable = False,
+        **kwargs,
+    ):
+        """Run ``method`` (default ``__call__``) with ``variables``.
+
+        Returns the output, or ``(output, mutated_variables)`` when ``mutable`` is not False.
+        """
+        return apply(
+            self, method=method, mutable=mutable, capture_intermediates=capture_intermediates
+        )(variables, *args, rngs=rngs, **kwargs)
+
+    def init_with_output(
+        self,
+        rngs: Any,
+        *args,
+        method: Any = None,
+        mutable: Filter = DenyList('intermediates'),
+        capture_intermediates: bool | Callable = False,
+        **kwargs,
+    ):
+        """``(output, variables)`` of running ``method`` with fresh variables."""
+        return init_with_output(
+            self, method=method, mutable=mutable, capture_intermediates=capture_intermediates
+        )(rngs, *args, **kwargs)
+
+    def init(
+        self,
+        rngs: Any,
+        *args,
+        method: Any = None,
+        mutable: Filter = DenyList('intermediates'),
+        capture_intermediates: bool | Callable = False,
+        **kwargs,
+    ) -> dict:
+        """Fresh variables for this module: ``{collection: {...}}``."""
+        return self.init_with_output(
+            rngs, *args, method=method, mutable=mutable,
+            capture_intermediates=capture_intermediates, **kwargs,
+        )[1]
+
+    def lazy_init(
+        self, rngs: Any, *args, method: Any = None,
+        mutable: Filter = DenyList('intermediates'), **kwargs,
+    ):
+        """Variables' shapes and dtypes only (inputs may be ``jax.ShapeDtypeStruct``)."""
+        scope_fn = self._scope_fn(method, False)
+        return core_lazy_init(scope_fn, mutable=mutable, flags={'initializing': True})(
+            rngs, *args, **kwargs
+        )
+
+    # -- repr ----------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return _module_repr(self)
+
+    @property
+    def _name_scopes(self) -> dict:
+        d = self.__dict__
+        scopes = d.get('_compact_name_scopes')
+        if scopes is None:
+            scopes = d['_compact_name_scopes'] = {}
+        return scopes
+
+
+def _zeros_like(x):
+    import jax.numpy as jnp
+
+    return jnp.zeros_like(x)
+
+
+def _add_parent_and_name(cls: type) -> None:
+    for base in cls.__mro__[1:]:
+        fields = getattr(base, '__dataclass_fields__', None)
+        if fields is not None and 'parent' in fields:
+            return
+    annotations = cls.__dict__.get('__annotations__')
+    if annotations is None:
+        annotations = {}
+        cls.__annotations__ = annotations
+    annotations['parent'] = Any
+    annotations['name'] = 'str | None'
+    cls.parent = dataclasses.field(  # type: ignore[attr-defined]
+        default=_UNSPECIFIED, kw_only=True, repr=False, compare=False, hash=False
+    )
+    cls.name = dataclasses.field(default=None, kw_only=True)  # type: ignore[attr-defined]
+
+
+def _wrap_methods(cls: type) -> None:
+    for key, value in list(cls.__dict__.items()):
+        if not isinstance(value, type(_wrap_methods)):  # plain functions only
+            continue
+        if key.startswith('__') and key != '__call__':
+            continue
+        if key in _BASE_NAMES or key == 'setup':
+            continue
+        if getattr(value, 'nowrap', False) or getattr(value, 'method_handler_wrapped', False):
+            continue
+        setattr(cls, key, _wrap_method(value))
+
+
+def _check_single_compact(cls: type) -> None:
+    compact_methods = []
+    for key in dir(cls):
+        if key.startswith('__') and key != '__call__':
+            continue
+        attr = inspect.getattr_static(cls, key, None)
+        inner = getattr(attr, 'inner_fun', attr)
+        if callable(inner) and getattr(inner, 'compact', False):
+            compact_methods.append(key)
+    if len(compact_methods) > 1:
+        raise errors.MultipleMethodsCompactError(cls.__name__, compact_methods)
+
+
+def _module_repr(module: Module, indent: int = 0) -> str:
+    pad = '    '
+    cls = type(module)
+    fields = [
+        f for f in dataclasses.fields(module) if f.name not in ('parent',) and f.repr
+    ]
+    lines = [f'{cls.__name__}(']
+    attrs = []
+    for f in fields:
+        value = module.__dict__.get(f.name)
+        if f.name == 'name' and value is None:
+            continue
+        if isinstance(value, Module):
+            attrs.append(f'{pad}{f.name} = {_indent(_module_repr(value), pad)}')
+        else:
+            attrs.append(f'{pad}{f.name} = {value!r}')
+    if attrs:
+        lines.append(f'{pad}# attributes')
+        lines.extend(attrs)
+    children = [
+        (k, v) for k, v in module.__dict__.items()
+        if k not in cls._field_names and not k.startswith('_')  # type: ignore[attr-defined]
+        and k not in ('parent', 'name', 'scope') and isinstance(v, Module)
+    ]
+    if children:
+        lines.append(f'{pad}# children')
+        for k, v in children:
+            lines.append(f'{pad}{k} = {_indent(_module_repr(v), pad)}')
+    if len(lines) == 1:
+        return f'{cls.__name__}()'
+    lines.append(')')
+    return '\n'.join(lines)
+
+
+def _indent(text: str, pad: str) -> str:
+    return text.replace('\n', '\n' + pad)
+
+
+_BASE_NAMES = frozenset(k for k in Module.__dict__ if not k.startswith('__'))
+
+
+class _NameScope(Module):
+    """The anonymous module a ``@compact_name_scope`` method runs in."""
+
+
+# ---------------------------------------------------------------- free functions
+
+
+def _check_rngs_arg(rngs: Any) -> None:
+    from linen.core._rng import check_rngs
+
+    check_rngs(rngs)
+
+
+def apply(
+    fn: Any,
+    module: Module | None = None,
+    mutable: Filter = False,
+    capture_intermediates: bool | Callable = False,
+    method: Any = None,
+):
+    """Functionalise a module method (or ``fn(module, *args)``): ``apply(...)(variables, *args)``."""
+    if isinstance(fn, Module):
+        module, fn = fn, method
+    if module is None:
+        raise errors.InvalidInstanceModuleError()
+    if isinstance(module, type):
+        raise errors.InvalidInstanceModuleError()
+    if capture_intermediates:
+        mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
+    scope_fn = module._scope_fn(fn, capture_intermediates)
+    from linen.core._scope import apply as core_apply
+
+    return core_apply(scope_fn, mutable=mutable)
+
+
+def init_with_output(
+    fn: Any,
+    module: Module | None = None,
+    mutable: Filter = DenyList('intermediates'),
+    capture_intermediates: bool | Callable = False,
+    method: Any = None,
+):
+    """Functionalise ``init``: ``init_with_output(...)(rngs, *args)`` -> ``(y, variables)``."""
+    if isinstance(fn, Module):
+        module, fn = fn, method
+    if module is None or isinstance(module, type):
+        raise errors.InvalidInstanceModuleError()
+    if capture_intermediates:
+        mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
+    scope_fn = module._scope_fn(fn, capture_intermediates)
+    return core_init(scope_fn, mutable=mutable, flags={'initializing': True})
+
+
+def init(
+    fn: Any,
+    module: Module | None = None,
+    mutable: Filter = DenyList('intermediates'),
+    capture_intermediates: bool | Callable = False,
+    method: Any = None,
+):
+    """Functionalise ``init``: ``init(...)(rngs, *args)`` -> variables."""
+    run = init_with_output(fn, module, mutable, capture_intermediates, method)
+
+    @functools.wraps(run)
+    def wrapper(rngs, *args, **kwargs):
+        return run(rngs, *args, **kwargs)[1]
+
+    return wrapper
+
+
+def merge_param(name: str, a: Any, b: Any) -> Any:
+    """The one of ``a`` (attribute) and ``b`` (call argument) that is set; exactly one must be."""
+    a_set, b_set = a is not None, b is not None
+    if a_set and b_set:
+        raise errors.LinenError(
+            f'Parameter "{name}" was passed both as a module attribute and as a call '
+            'argument; pass it in one place only.'
+        )
+    if not a_set and not b_set:
+        raise errors.LinenError(
+            f'Parameter "{name}" must be passed either as a module attribute or as a call '
+            'argument.'
+        )
+    return a if a_set else b
+
+
+def share_scope(module: Module, other: Module, /) -> None:
+    """Make ``other`` use ``module``'s scope: its variables appear at ``module``'s path."""
+    if module.scope is None or other.scope is None:
+        raise errors.CallShareScopeOnUnboundModuleError()
+    old = other.scope
+    if old.parent is not None and old.name in old.parent.reservations:
+        del old.parent.reservations[old.name]
+    object.__setattr__(other, 'scope', module.scope)
+
+
+def _iter_modules(value: Any) -> Iterable[Module]:
+    found: list[Module] = []
+    _map_submodules(value, lambda _, m: found.append(m) or m)
+    return found
