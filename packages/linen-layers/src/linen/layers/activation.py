@@ -1,0 +1,100 @@
+"""Activation functions and the ``PReLU`` layer, as ``flax.linen`` names them.
+
+The functions are ``jax.nn``'s own (``tanh`` is ``jnp.tanh``), so
+``nn.relu is jax.nn.relu`` holds as it does in Flax. ``PReLU`` is the one
+activation with a learned parameter.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+from jax.nn import celu as celu
+from jax.nn import elu as elu
+from jax.nn import gelu as gelu
+from jax.nn import glu as glu
+from jax.nn import hard_sigmoid as hard_sigmoid
+from jax.nn import hard_silu as hard_silu
+from jax.nn import hard_swish as hard_swish
+from jax.nn import hard_tanh as hard_tanh
+from jax.nn import leaky_relu as leaky_relu
+from jax.nn import log_sigmoid as log_sigmoid
+from jax.nn import log_softmax as log_softmax
+from jax.nn import logsumexp as logsumexp
+from jax.nn import one_hot as one_hot
+from jax.nn import relu as relu
+from jax.nn import relu6 as relu6
+from jax.nn import selu as selu
+from jax.nn import sigmoid as sigmoid
+from jax.nn import silu as silu
+from jax.nn import soft_sign as soft_sign
+from jax.nn import softmax as softmax
+from jax.nn import softplus as softplus
+from jax.nn import standardize as standardize
+from jax.nn import swish as swish
+from jax.numpy import tanh as tanh
+
+from linen.layers import initializers
+from linen.module import Module, compact
+
+__all__ = [
+    'PReLU',
+    'celu',
+    'elu',
+    'gelu',
+    'glu',
+    'hard_sigmoid',
+    'hard_silu',
+    'hard_swish',
+    'hard_tanh',
+    'leaky_relu',
+    'log_sigmoid',
+    'log_softmax',
+    'logsumexp',
+    'normalize',
+    'one_hot',
+    'relu',
+    'relu6',
+    'selu',
+    'sigmoid',
+    'silu',
+    'soft_sign',
+    'softmax',
+    'softplus',
+    'standardize',
+    'swish',
+    'tanh',
+]
+
+# `jax.nn.normalize` was the old name of `standardize`; Flax still exports it.
+normalize = standardize
+
+
+class PReLU(Module):
+    """Parametric ReLU: ``x`` where ``x >= 0``, else ``negative_slope * x``.
+
+    ``negative_slope`` is a learned scalar parameter.
+
+    Attributes:
+      param_dtype: dtype of the ``negative_slope`` parameter.
+      negative_slope_init: its initial value.
+
+    >>> import jax, jax.numpy as jnp
+    >>> layer = PReLU()
+    >>> variables = layer.init(jax.random.key(0), jnp.ones(3))
+    >>> variables['params']['negative_slope']
+    Array(0.01, dtype=float32)
+    >>> layer.apply(variables, jnp.array([-2.0, 3.0]))
+    Array([-0.02,  3.  ], dtype=float32)
+    """
+
+    param_dtype: Any = jnp.float32
+    negative_slope_init: float = 0.01
+
+    @compact
+    def __call__(self, inputs):
+        negative_slope = self.param(
+            'negative_slope', initializers.constant(self.negative_slope_init), (), self.param_dtype
+        )
+        return jnp.where(inputs >= 0, inputs, jnp.asarray(negative_slope, inputs.dtype) * inputs)

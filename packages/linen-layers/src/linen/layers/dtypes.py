@@ -1,0 +1,74 @@
+"""Dtype rules shared by the layers: which dtype a computation runs in.
+
+Layers take a ``dtype`` (the computation's) and a ``param_dtype`` (the stored
+parameters'). When ``dtype`` is ``None`` the computation runs in the dtype that
+``jnp.result_type`` gives for the inputs and parameters together, so a bfloat16
+input with float32 parameters computes in float32, as in Flax.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+__all__ = [
+    'canonicalize_dtype',
+    'promote_dtype',
+]
+
+
+def canonicalize_dtype(*args, dtype: Any | None = None, inexact: bool = True):
+    """Returns the dtype a computation over ``args`` should run in.
+
+        Args:
+          *args: arrays, scalars or ``None`` (ignored).
+          dtype: an explicit dtype, which wins when given.
+          inexact: require a floating or complex result. With ``dtype=None``, integer
+            or boolean inputs are promoted with float32; an explicit integer ``dtype``
+            raises.
+
+        Raises:
+          ValueError: ``inexact`` is set and ``dtype`` is neither floating nor complex.
+
+        >>> import jax
+    import jax.numpy as jnp
+        >>> canonicalize_dtype(jnp.ones(2, jnp.bfloat16), jnp.ones(2, jnp.float32))
+        dtype('float32')
+        >>> canonicalize_dtype(jnp.ones(2, jnp.int32))
+        dtype('float32')
+    """
+    if dtype is None:
+        dtype = jnp.result_type(*(x for x in args if x is not None))
+        if inexact and not jnp.issubdtype(dtype, jnp.inexact):
+            dtype = jnp.promote_types(jnp.float32, dtype)
+    elif inexact and not jnp.issubdtype(dtype, jnp.inexact):
+        raise ValueError(
+            f'Expected an inexact (floating or complex) dtype, got {dtype}. Pass a float '
+            'dtype such as jnp.float32, or inexact=False to allow integer dtypes.'
+        )
+    return jnp.dtype(dtype)
+
+
+def promote_dtype(*args, dtype: Any | None = None, inexact: bool = True) -> list:
+    """Casts every non-``None`` argument to one common dtype.
+
+        The dtype is ``canonicalize_dtype(*args, dtype=dtype, inexact=inexact)``.
+        Arguments that already have it are returned as they are (no copy).
+
+        Returns:
+          a list as long as ``args``, ``None`` kept in place.
+
+        >>> import jax
+    import jax.numpy as jnp
+        >>> x, none, y = promote_dtype(jnp.ones(2, jnp.bfloat16), None, jnp.ones(2))
+        >>> x.dtype, none, y.dtype
+        (dtype('float32'), None, dtype('float32'))
+    """
+    dtype = canonicalize_dtype(*args, dtype=dtype, inexact=inexact)
+    # Skipping the cast when the dtype already matches keeps traced programs small.
+    return [
+        x if x is None or (isinstance(x, jax.Array) and x.dtype == dtype) else jnp.asarray(x, dtype)
+        for x in args
+    ]
