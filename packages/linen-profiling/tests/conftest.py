@@ -9,12 +9,17 @@ import pytest
 from linen.core.config import config
 
 
-def compiled_op_names(fn, *args) -> set[str]:
-    """Every ``op_name`` in the optimized HLO of ``jax.jit(fn)``."""
+def _compiled_op_names(fn, *args) -> set[str]:
     import jax
 
     text = jax.jit(fn).lower(*args).compile().as_text()
     return set(re.findall(r'op_name="([^"]*)"', text))
+
+
+@pytest.fixture
+def op_names():
+    """``op_names(fn, *args)``: every ``op_name`` in the optimized HLO of ``jax.jit(fn)``."""
+    return _compiled_op_names
 
 
 @pytest.fixture

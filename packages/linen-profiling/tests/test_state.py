@@ -14,17 +14,13 @@ from linen.profiling import (
 
 
 @pytest.fixture(autouse=True)
-def fresh_context(restore_profile_flag):
-    token = _state._switch.set(None)
-    yield
-    _state._switch.reset(token)
-
-
-@pytest.fixture
-def invalidations(monkeypatch):
+def invalidations(monkeypatch, restore_profile_flag):
+    # These tests check the state alone; the dispatcher's side is tested with Modules.
     calls = []
     monkeypatch.setattr(_state, '_invalidate', lambda everywhere=False: calls.append(everywhere))
-    return calls
+    token = _state._switch.set(None)
+    yield calls
+    _state._switch.reset(token)
 
 
 def test_default_follows_config_flag():

@@ -15,6 +15,7 @@ from linen.profiling._state import disable_named_call as disable_named_call
 from linen.profiling._state import enable_named_call as enable_named_call
 from linen.profiling._state import is_named_call_enabled as is_named_call_enabled
 from linen.profiling._state import override_named_call as override_named_call
+from linen.profiling._tabulate import tabulate as tabulate
 from linen.profiling._trace import ModuleTimes as ModuleTimes
 from linen.profiling._trace import TimeRow as TimeRow
 from linen.profiling._trace import profile as profile
@@ -35,4 +36,5 @@ __all__ = [
     'override_named_call',
     'profile',
     'strip_metadata',
+    'tabulate',
 ]

@@ -50,11 +50,39 @@ def default_profiling_name(module: Any, method_name: str | None, method: Any) ->
     return f'{module_name}{suffix}'
 
 
+# (type, instance name, method name, method) -> label. A label depends on what
+# the name hook's plugins return, so the cache empties when plugins change.
+_cache: dict[tuple, str] = {}
+_cache_hooked = False
+
+
+def _clear_cache() -> None:
+    _cache.clear()
+
+
 def derive_profiling_name(module: Any, method_name: str | None, method: Any) -> str:
     """The label for a call: linen-module's name hook, or the default rule without it."""
+    global _cache_hooked
+    key = (type(module), getattr(module, 'name', None), method_name, method)
+    try:
+        return _cache[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable method object: no caching
+        key = None
     try:
         from linen.module import derive_profiling_name as hook_name
     except ImportError:
-        return default_profiling_name(module, method_name, method)
-    name = hook_name(module, method_name, method)
-    return name if name is not None else default_profiling_name(module, method_name, method)
+        name = None
+    else:
+        if not _cache_hooked:
+            from linen.core._plugins import on_plugins_changed
+
+            on_plugins_changed(_clear_cache)
+            _cache_hooked = True
+        name = hook_name(module, method_name, method)
+    if name is None:
+        name = default_profiling_name(module, method_name, method)
+    if key is not None:
+        _cache[key] = name
+    return name
