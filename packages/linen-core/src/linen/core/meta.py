@@ -14,7 +14,7 @@ transforms that add or remove an axis (``vmap``, ``scan``) call ``add_axis`` /
 >>> init = with_partitioning(lambda shape: jnp.zeros(shape), ('data', None))
 >>> boxed = init((4, 2))
 >>> boxed.get_partition_spec()
-PartitionSpec('data', None)
+P('data', None)
 >>> unbox({'w': boxed})['w'].shape
 (4, 2)
 """

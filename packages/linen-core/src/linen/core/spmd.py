@@ -12,7 +12,7 @@ asyncio task that sets them does not change them for others.
 
 >>> rules = (('batch', 'data'), ('embed', 'model'), ('mlp', 'model'))
 >>> logical_to_mesh_axes(('batch', 'embed', 'mlp'), rules)
-PartitionSpec('data', 'model', None)
+P('data', 'model', None)
 """
 
 from __future__ import annotations
