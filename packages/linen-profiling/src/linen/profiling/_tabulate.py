@@ -182,7 +182,9 @@ def tabulate(
             apply_kwargs['method'] = method
 
         def run(v, *a):
-            return module.apply(v, *a, **apply_kwargs)
+            # Every collection mutable, so modules that update state (counters,
+            # batch statistics) run as they do in training.
+            return module.apply(v, *a, mutable=True, **apply_kwargs)
 
         with override_named_call(True):
             costs = module_costs(run, variables, *args)
