@@ -1,0 +1,344 @@
+"""Scope: variables, collections, mutability, naming, init/apply/bind."""
+
+from __future__ import annotations
+
+import hashlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from linen.core import DenyList, FrozenDict, Scope, apply, bind, errors, init, lazy_init
+
+
+def zeros(key, shape):
+    return jnp.zeros(shape)
+
+
+def fold(key, raw: bytes):
+    return jax.random.fold_in(key, int.from_bytes(hashlib.sha1(raw).digest()[:4], 'big'))
+
+
+def dense(scope, x, features):
+    kernel = scope.param('kernel', jax.random.normal, (x.shape[-1], features))
+    bias = scope.param('bias', zeros, (features,))
+    return x @ kernel + bias
+
+
+def mlp(scope, x):
+    h = scope.child(dense, 'hidden')(x, 3)
+    return scope.child(dense, 'out')(jnp.tanh(h), 2)
+
+
+def test_init_builds_tree_and_values_follow_prng_rule():
+    key = jax.random.key(0)
+    x = jnp.ones((4, 5))
+    y, variables = init(mlp)(key, x)
+    assert jax.tree_util.tree_map(jnp.shape, variables) == {
+        'params': {
+            'hidden': {'kernel': (5, 3), 'bias': (3,)},
+            'out': {'kernel': (3, 2), 'bias': (2,)},
+        }
+    }
+    k_hidden = jax.random.normal(fold(key, b'hidden\x01'), (5, 3))
+    k_out = jax.random.normal(fold(key, b'out\x01'), (3, 2))
+    np.testing.assert_array_equal(variables['params']['hidden']['kernel'], k_hidden)
+    np.testing.assert_array_equal(variables['params']['out']['kernel'], k_out)
+    np.testing.assert_allclose(y, jnp.tanh(x @ k_hidden) @ k_out, rtol=1e-6)
+    # apply gives the same output, and returns only y when nothing is mutable
+    y2 = apply(mlp)(variables, x)
+    np.testing.assert_allclose(y2, y, rtol=1e-6)
+
+
+def test_returned_variables_are_plain_dicts_and_input_not_mutated():
+    def counter(scope):
+        v = scope.variable('state', 'n', lambda: jnp.zeros((), jnp.int32))
+        v.value = v.value + 1
+        return v.value
+
+    _, variables = init(counter)(jax.random.key(0))
+    assert type(variables) is dict and type(variables['state']) is dict
+    assert int(variables['state']['n']) == 1
+    frozen = FrozenDict(variables)
+    nested = {'state': {'n': jnp.asarray(1)}}
+    for given in (frozen, nested):
+        y, updated = apply(counter, mutable='state')(
+            given,
+        )
+        assert int(y) == 2 and int(updated['state']['n']) == 2
+        assert type(updated) is dict and type(updated['state']) is dict
+        assert int(given['state']['n']) == 1
+
+
+def test_apply_without_mutable_returns_only_output():
+    out = apply(lambda scope: 3)({'params': {}})
+    assert out == 3
+    out = apply(lambda scope: 3, mutable=['params'])({'params': {}})
+    assert out == (3, {'params': {}})
+
+
+def test_writing_immutable_collection_raises():
+    def fn(scope):
+        scope.push('sub').put_variable('batch_stats', 'mean', 1.0)
+
+    with pytest.raises(
+        errors.ModifyScopeVariableError, match=r'"mean" in "/sub".*"batch_stats" is immutable'
+    ):
+        apply(fn, mutable='params')({'batch_stats': {'sub': {'mean': 0.0}}})
+
+
+def test_variable_value_write_on_immutable_raises():
+    def fn(scope):
+        v = scope.variable('counter', 'n', lambda: 0)
+        assert not v.is_mutable()
+        v.value = 5
+
+    with pytest.raises(errors.ModifyScopeVariableError, match='mutable=\\["counter"\\]'):
+        apply(fn)({'counter': {'n': 0}})
+
+
+def test_param_shape_mismatch_raises():
+    x = jnp.ones((2, 5))
+    variables = init(mlp)(jax.random.key(0), x)[1]
+    with pytest.raises(
+        errors.ScopeParamShapeError,
+        match=r'expected to generate shape \(4, 3\) but got shape \(5, 3\).*"kernel" in "/hidden"',
+    ):
+        apply(mlp)(variables, jnp.ones((2, 4)))
+
+
+def test_param_shape_check_can_be_switched_off_by_flag():
+    def fn(scope):
+        return scope.param('w', zeros, (3,))
+
+    out = apply(fn, flags={'shape_check': False})({'params': {'w': jnp.ones((2,))}})
+    assert out.shape == (2,)
+
+
+def test_param_shape_check_is_cached_across_calls():
+    # The second apply with the same initializer arguments must not re-trace it.
+    calls = []
+
+    def counting_init(key, shape):
+        calls.append(shape)
+        return jnp.zeros(shape)
+
+    def fn(scope):
+        return scope.param('w', counting_init, (7,))
+
+    variables = {'params': {'w': jnp.ones((7,))}}
+    apply(fn)(variables)
+    n = len(calls)
+    apply(fn)(variables)
+    apply(fn)(variables)
+    assert len(calls) == n
+
+
+def test_missing_param_raises_not_found():
+    def fn(scope):
+        scope.param('present', zeros, ())
+        return scope.param('absent', zeros, ())
+
+    with pytest.raises(errors.ScopeParamNotFoundError, match=r'"absent" in scope the root'):
+        apply(fn)({'params': {'present': jnp.zeros(())}})
+
+
+def test_missing_collection_raises():
+    def fn(scope):
+        return scope.push('bn').variable('batch_stats', 'mean', lambda: 0.0)
+
+    with pytest.raises(
+        errors.ScopeCollectionNotFound,
+        match=r'"mean" from collection "batch_stats" in scope "/bn"',
+    ):
+        apply(fn)({'params': {}})
+    with pytest.raises(errors.ScopeCollectionNotFound, match='collection "params"'):
+        apply(lambda scope: scope.param('w', zeros, ()))({'other': {}})
+
+
+def test_missing_variable_in_present_collection_raises():
+    def fn(scope):
+        return scope.variable('batch_stats', 'var', lambda: 0.0)
+
+    with pytest.raises(errors.ScopeVariableNotFoundError, match='"var" in collection'):
+        apply(fn)({'batch_stats': {'mean': 0.0}})
+    with pytest.raises(errors.ScopeVariableNotFoundError, match='No variable named "x"'):
+        bind({'a': {}}).get_variable('a', 'x')
+
+
+@pytest.mark.parametrize('bad', [jnp.ones(3), [1, 2], 3])
+def test_variables_not_a_mapping(bad):
+    with pytest.raises(errors.ApplyScopeInvalidVariablesTypeError, match='mapping of collections'):
+        apply(lambda scope: None)(bad)
+
+
+def test_variables_values_not_collections():
+    with pytest.raises(
+        errors.ApplyScopeInvalidVariablesStructureError, match=r"\{'params': params\}"
+    ):
+        apply(lambda scope: None)({'kernel': jnp.ones(3)})
+
+
+def test_variable_get_put_has():
+    def fn(scope):
+        assert not scope.has_variable('state', 'a')
+        scope.put_variable('state', 'a', 1)
+        assert scope.has_variable('state', 'a')
+        assert scope.get_variable('state', 'a') == 1
+        assert scope.get_variable('state', 'b', 'default') == 'default'
+        child = scope.push('c')
+        child.put_variable('state', 'b', 2)
+        return scope.variables(), child.variables(), scope.collections()
+
+    (root_vars, child_vars, cols), updated = apply(fn, mutable=True)({})
+    assert root_vars == {'state': {'a': 1, 'c': {'b': 2}}}
+    assert child_vars == {'state': {'b': 2}}
+    assert cols == ('state',)
+    assert updated == {'state': {'a': 1, 'c': {'b': 2}}}
+
+
+def test_mutable_filters_select_returned_collections():
+    def fn(scope):
+        scope.put_variable('a', 'x', 1)
+        return scope.get_variable('b', 'x')
+
+    y, upd = apply(fn, mutable=DenyList('b'))({'b': {'x': 0}})
+    assert y == 0 and upd == {'a': {'x': 1}}
+    with pytest.raises(errors.ModifyScopeVariableError, match='collection "a"'):
+        apply(fn, mutable=['b'])({'b': {'x': 0}})
+
+
+def test_is_mutable_collection_and_path():
+    scope = bind({'params': {}}, mutable=['cache'])
+    assert scope.is_mutable_collection('cache')
+    assert not scope.is_mutable_collection('params')
+    child = scope.push('a').push('b')
+    assert child.path == ('a', 'b')
+    assert child.path_text == 'a/b'
+    assert child.root is scope
+    assert child.mutable == ['cache']
+
+
+def test_reserve_and_default_name():
+    scope = bind({})
+    scope.reserve('Dense_0')
+    assert scope.default_name('Dense_') == 'Dense_1'
+    with pytest.raises(errors.NameInUseError, match='"Dense_0"'):
+        scope.reserve('Dense_0')
+    # a variable name may repeat across collections, not within one
+    scope.reserve('w', 'params')
+    scope.reserve('w', 'cache')
+    with pytest.raises(errors.NameInUseError, match='variable "w"'):
+        scope.reserve('w', 'params')
+    with pytest.raises(TypeError, match='must be str'):
+        scope.reserve(3)
+
+
+def test_push_same_name_twice_raises_unless_reuse():
+    scope = bind({})
+    scope.push('a')
+    with pytest.raises(errors.NameInUseError, match='submodule "a"'):
+        scope.push('a')
+    assert scope.push('a', reuse=True).path == ('a',)
+    assert scope.push(prefix='auto_').name == 'auto_0'
+
+
+def test_rewound_allows_names_again_and_keeps_rng_counters():
+    key = jax.random.key(1)
+    scope = bind({}, rngs=key, mutable=True)
+    scope.reserve('x')
+    k1 = scope.make_rng()
+    again = scope.rewound()
+    again.reserve('x')  # no error
+    k2 = again.make_rng()
+    np.testing.assert_array_equal(jax.random.key_data(k1), jax.random.key_data(fold(key, b'\x01')))
+    np.testing.assert_array_equal(jax.random.key_data(k2), jax.random.key_data(fold(key, b'\x02')))
+    k3 = scope.rewound(rewind_rngs=True).make_rng()
+    np.testing.assert_array_equal(jax.random.key_data(k3), jax.random.key_data(fold(key, b'\x01')))
+
+
+def test_child_runs_under_named_scope():
+    def inner(scope, x):
+        return jnp.sin(x)
+
+    def outer(scope, x):
+        return scope.child(inner, 'block')(x)
+
+    text = (
+        jax.jit(lambda x: init(outer)(jax.random.key(0), x)[0])
+        .lower(jnp.ones(3))
+        .as_text(debug_info=True)
+    )
+    assert 'block' in text
+    text_off = (
+        jax.jit(
+            lambda x: init(lambda s, x: s.child(inner, 'blk2', named_call=False)(x))(
+                jax.random.key(0), x
+            )[0]
+        )
+        .lower(jnp.ones(3))
+        .as_text(debug_info=True)
+    )
+    assert 'blk2' not in text_off
+
+
+def test_child_default_name_from_function():
+    def block(scope):
+        return scope.path
+
+    def fn(scope):
+        return scope.child(block)(), scope.child(block)()
+
+    assert apply(fn)({}) == (('block_0',), ('block_1',))
+
+
+def test_scope_invalid_after_apply():
+    kept = {}
+
+    def fn(scope):
+        kept['scope'] = scope
+
+    apply(fn, mutable=True)({})
+    with pytest.raises(errors.InvalidScopeError, match='no longer valid'):
+        kept['scope'].put_variable('a', 'b', 1)
+    with pytest.raises(errors.InvalidScopeError):
+        kept['scope'].push('x')
+
+
+def test_bind_copies_mutable_collections():
+    src = {'state': {'n': 1}, 'params': {'w': 2}}
+    scope = bind(src, mutable='state')
+    scope.put_variable('state', 'n', 5)
+    assert src['state']['n'] == 1
+    assert scope.get_variable('state', 'n') == 5
+    assert scope.mutable_variables() == {'state': {'n': 5}}
+
+
+def test_lazy_init_gives_shapes_only():
+    shapes = lazy_init(mlp)(jax.random.key(0), jax.ShapeDtypeStruct((4, 5), jnp.float32))
+    assert shapes['params']['hidden']['kernel'].shape == (5, 3)
+    assert isinstance(shapes['params']['out']['bias'], jax.ShapeDtypeStruct)
+
+
+def test_apply_under_jit_grad_vmap():
+    x = jnp.arange(10.0).reshape(2, 5)
+    variables = init(mlp)(jax.random.key(0), x)[1]
+    f = apply(mlp)
+    np.testing.assert_allclose(jax.jit(f)(variables, x), f(variables, x), rtol=1e-6)
+    g = jax.grad(lambda v: f(v, x).sum())(variables)
+    p = variables['params']
+    h = jnp.tanh(x @ p['hidden']['kernel'] + p['hidden']['bias'])
+    # d/d(out.bias) of sum(y) is the number of rows for each output
+    np.testing.assert_allclose(g['params']['out']['bias'], jnp.full((2,), 2.0))
+    np.testing.assert_allclose(
+        g['params']['out']['kernel'], h.sum(0)[:, None] * jnp.ones((1, 2)), rtol=1e-5
+    )
+    ys = jax.vmap(f, in_axes=(None, 0))(variables, x[:, None, :])
+    np.testing.assert_allclose(ys[:, 0, :], f(variables, x), rtol=1e-6)
+
+
+def test_scope_repr_and_root():
+    scope = bind({})
+    assert repr(scope.push('a')) == "Scope(path='a')"
+    assert isinstance(scope, Scope)
