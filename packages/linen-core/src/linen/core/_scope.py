@@ -25,6 +25,7 @@ import numpy as np
 from linen.core import errors
 from linen.core._filters import DenyList, Filter, in_filter
 from linen.core._rng import RngStream, check_rngs
+from linen.core.config import config
 
 __all__ = ['Scope', 'Variable', 'init', 'apply', 'bind', 'lazy_init']
 
@@ -503,7 +504,11 @@ def bind(
     own = {
         col: (_thaw(v) if in_filter(mutable, col) else v) for col, v in variables.items()
     }
-    return Scope(_Root(own, mutable), rngs=streams, flags=dict(flags or {}))
+    flags = dict(flags or {})
+    # Read the global flag once per binding, not per parameter: config.update
+    # then takes effect on the next init/apply.
+    flags.setdefault('shape_check', config.linen_shape_check)
+    return Scope(_Root(own, mutable), rngs=streams, flags=flags)
 
 
 def apply(fn: Callable, mutable: Filter = False, flags: Mapping[str, Any] | None = None):
