@@ -46,9 +46,15 @@ def test_bad_environment_value_raises(monkeypatch):
 def test_environment_read_in_fresh_interpreter():
     env = dict(os.environ, LINEN_PROFILE='0')
     out = subprocess.run(
-        [sys.executable, '-c', 'import json; from linen.core import config; '
-         'print(json.dumps(config.linen_profile))'],
-        capture_output=True, text=True, env=env, check=True,
+        [
+            sys.executable,
+            '-c',
+            'import json; from linen.core import config; print(json.dumps(config.linen_profile))',
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
     )
     assert json.loads(out.stdout.strip().splitlines()[-1]) is False
 

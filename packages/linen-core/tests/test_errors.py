@@ -1,0 +1,75 @@
+"""The public surface of ``linen.core.errors``."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from linen.core import errors
+
+CLASSES = [getattr(errors, name) for name in errors.__all__]
+
+
+@pytest.mark.parametrize('cls', CLASSES, ids=lambda c: c.__name__)
+def test_every_error_derives_from_linen_error_and_has_public_module(cls):
+    assert inspect.isclass(cls)
+    assert issubclass(cls, errors.LinenError)
+    assert cls.__module__ == 'linen.core.errors'
+    assert cls.__doc__, f'{cls.__name__} needs a docstring'
+
+
+def test_all_lists_every_error_class_of_the_module():
+    defined = {
+        name
+        for name, obj in vars(errors).items()
+        if inspect.isclass(obj) and issubclass(obj, BaseException) and not name.startswith('_')
+    }
+    assert defined <= set(errors.__all__)
+    assert len(errors.__all__) == len(set(errors.__all__))
+
+
+def test_flax_error_is_the_base_alias():
+    assert errors.FlaxError is errors.LinenError
+
+
+@pytest.mark.parametrize(
+    ('cls', 'builtin'),
+    [
+        (errors.ApplyScopeInvalidVariablesTypeError, TypeError),
+        (errors.ApplyScopeInvalidVariablesStructureError, ValueError),
+        (errors.ScopeParamNotFoundError, KeyError),
+        (errors.ScopeCollectionNotFound, KeyError),
+        (errors.ScopeParamShapeError, ValueError),
+        (errors.InvalidRngError, ValueError),
+        (errors.PluginLoadError, ImportError),
+        (errors.ConfigError, KeyError),
+    ],
+)
+def test_errors_are_also_the_builtin_users_catch(cls, builtin):
+    assert issubclass(cls, builtin)
+
+
+def test_key_errors_print_their_message_not_its_repr():
+    err = errors.ScopeParamNotFoundError('kernel', 'Dense_0')
+    assert str(err).startswith('Could not find parameter named "kernel" in scope "/Dense_0"')
+
+
+@pytest.mark.parametrize(
+    ('err', 'pattern'),
+    [
+        (errors.ScopeParamShapeError('w', 'a/b', (1, 2), (3,)), r'\(3,\).*\(1, 2\).*"w" in "/a/b"'),
+        (errors.ModifyScopeVariableError('cache', 'k', ''), r'"k" in the root.*"cache"'),
+        (
+            errors.NameInUseError('submodule', 'Dense_0', 'MLP'),
+            r'submodule "Dense_0" in Module MLP',
+        ),
+        (errors.PluginLoadError('p', 'd', ImportError('x')), r'LINEN_DISABLE_PLUGINS=p'),
+        (errors.PluginExportConflictError('Dense', 'a', 'b'), r'"a" and "b"'),
+        (errors.ApplyModuleInvalidMethodError('nope', 'M'), r"method='nope' on M"),
+        (errors.MultipleMethodsCompactError('M', ['a', 'b']), r'M has several \(a, b\)'),
+    ],
+)
+def test_messages_say_what_and_where(err, pattern):
+    with pytest.raises(type(err), match=pattern):
+        raise err

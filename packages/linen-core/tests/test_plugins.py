@@ -1,0 +1,194 @@
+"""The plugin bus and the ``linen.nn`` facade."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import types
+
+import pytest
+
+import linen.nn as nn
+from linen.core import _plugins, errors
+from linen.core.hookspecs import hookimpl
+
+
+def run_fresh(code: str, **env: str) -> dict:
+    """Run ``code`` in a new interpreter (its plugin manager loads afresh); last line is JSON."""
+    full_env = dict(os.environ)
+    full_env.pop('LINEN_DISABLE_PLUGINS', None)
+    full_env['JAX_PLATFORMS'] = 'cpu'
+    full_env.update(env)
+    out = subprocess.run(
+        [sys.executable, '-c', textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=full_env,
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def make_plugin(**hooks) -> types.SimpleNamespace:
+    return types.SimpleNamespace(**{k: hookimpl(v) for k, v in hooks.items()})
+
+
+@pytest.fixture
+def registered():
+    """``registered(plugin, name)``: register for the duration of one test."""
+    names = []
+
+    def register(plugin, name, **kwargs):
+        names.append(_plugins.register(plugin, name=name, **kwargs))
+        return names[-1]
+
+    yield register
+    for name in names:
+        _plugins.unregister(name)
+
+
+def test_runtime_register_adds_exports_and_unregister_removes_them(registered):
+    marker = object()
+    plugin = make_plugin(linen_exports=lambda: {'TestOnlyThing': marker})
+    generation = _plugins.plugins_generation()
+    name = registered(plugin, 'test-only-exports')
+    assert name == 'test-only-exports'
+    assert _plugins.plugins_generation() != generation
+    assert nn.TestOnlyThing is marker
+    assert 'TestOnlyThing' in dir(nn)
+    assert _plugins.plugin_distribution(plugin) == ('test-only-exports', '<runtime>')
+    _plugins.unregister('test-only-exports')
+    assert 'TestOnlyThing' not in dir(nn)
+    with pytest.raises(AttributeError, match="no attribute 'TestOnlyThing'"):
+        _ = nn.TestOnlyThing
+
+
+def test_exports_given_as_import_strings_resolve_lazily(registered):
+    registered(make_plugin(linen_exports=lambda: {'test_sqrt_alias': 'math:sqrt'}), 'test-strings')
+    import math
+
+    assert nn.test_sqrt_alias is math.sqrt
+
+
+def test_unregister_by_object_and_unknown_name_is_noop():
+    plugin = make_plugin(linen_exports=lambda: {'TestByObject': 1})
+    _plugins.register(plugin, name='test-by-object')
+    assert nn.TestByObject == 1
+    _plugins.unregister(plugin)
+    assert 'TestByObject' not in dir(nn)
+    _plugins.unregister('no-such-plugin')  # nothing to do, no error
+
+
+def test_hook_raising_names_the_plugin(registered):
+    def broken():
+        raise ValueError('boom from test')
+
+    registered(make_plugin(linen_exports=broken), 'test-broken-hook', distribution='test-dist')
+    with pytest.raises(
+        errors.PluginHookError,
+        match=r'"test-broken-hook" from distribution "test-dist" raised in hook '
+        r'linen_exports: ValueError: boom from test',
+    ) as info:
+        _plugins.call_hook('linen_exports')
+    assert info.value.plugin == 'test-broken-hook'
+    assert info.value.distribution == 'test-dist'
+    # the facade builds its table through the same hook
+    with pytest.raises(errors.PluginHookError, match='test-broken-hook'):
+        dir(nn)
+
+
+def test_facade_recovers_after_broken_plugin_is_removed():
+    _plugins.register(make_plugin(linen_exports=lambda: 1 / 0), name='test-transient')
+    with pytest.raises(errors.PluginHookError, match='ZeroDivisionError'):
+        dir(nn)
+    _plugins.unregister('test-transient')
+    assert 'Module' in dir(nn)
+
+
+def test_two_distributions_exporting_one_name_conflict(registered):
+    registered(make_plugin(linen_exports=lambda: {'DenyList': 1}), 'test-clash', distribution='x')
+    with pytest.raises(
+        errors.PluginExportConflictError, match=r'linen.nn.DenyList is contributed by two'
+    ):
+        dir(nn)
+
+
+def test_registering_a_plugin_with_a_wrong_hook_signature_fails_loudly():
+    plugin = make_plugin(linen_exports=lambda unexpected_argument: {})
+    with pytest.raises(errors.PluginLoadError, match=r'"test-bad-signature".*"test-dist"'):
+        _plugins.register(plugin, name='test-bad-signature', distribution='test-dist')
+    assert _plugins.get_plugin_manager().get_plugin('test-bad-signature') is None
+    assert all('test-bad-signature' not in str(e) for e in _plugins.load_errors())
+
+
+def test_listeners_are_told_of_changes():
+    seen = []
+    _plugins.on_plugins_changed(lambda: seen.append(1))
+    _plugins.register(make_plugin(linen_exports=lambda: {}), name='test-listener')
+    _plugins.unregister('test-listener')
+    assert len(seen) == 2
+
+
+def test_import_string():
+    import os.path
+
+    assert _plugins.import_string('os.path:join') is os.path.join
+    assert _plugins.import_string('os') is os
+
+
+def test_first_party_distributions_registered_through_entry_points():
+    pm = _plugins.get_plugin_manager()
+    assert pm.get_plugin('core') is not None
+    assert _plugins.plugin_distribution(pm.get_plugin('core'))[1] == 'linen-core'
+    assert _plugins.load_errors() == []
+
+
+def test_dir_lists_installed_names():
+    names = dir(nn)
+    assert names == sorted(names)
+    assert {'DenyList', 'FrozenDict', 'config', 'errors'} <= set(names)
+
+
+def test_unknown_name_message():
+    with pytest.raises(AttributeError, match="module 'linen.nn' has no attribute 'NoSuchLayer'"):
+        _ = nn.NoSuchLayer
+
+
+def test_disabled_distribution_gives_install_hint():
+    result = run_fresh(
+        """
+        import json
+        import linen.nn as nn
+        try:
+            nn.Dense
+            msg = None
+        except AttributeError as exc:
+            msg = str(exc)
+        print(json.dumps({'msg': msg, 'has_dense': 'Dense' in dir(nn),
+                          'has_frozen': 'FrozenDict' in dir(nn)}))
+        """,
+        LINEN_DISABLE_PLUGINS='layers',
+    )
+    assert result['has_frozen'] and not result['has_dense']
+    assert 'linen-layers' in result['msg']
+    assert 'pip install "linen-core[layers]"' in result['msg']
+
+
+def test_disable_plugins_comma_list_blocks_each():
+    result = run_fresh(
+        """
+        import json
+        from linen.core import _plugins
+        pm = _plugins.get_plugin_manager()
+        names = sorted(pm.get_name(p) for p in pm.get_plugins())
+        blocked = _plugins.register(object(), name='module')  # runtime registration too
+        print(json.dumps({'names': names, 'blocked': pm.get_plugin(blocked) is None}))
+        """,
+        LINEN_DISABLE_PLUGINS=' layers , module',
+    )
+    assert 'core' in result['names']
+    assert 'layers' not in result['names'] and 'module' not in result['names']
+    assert result['blocked']
