@@ -701,7 +701,8 @@ class Embed(Module):
 
     The table is the parameter ``embedding`` of shape ``(num_embeddings, features)``,
     created in ``setup`` so that :meth:`attend` works without a prior call.
-    Ids out of range give NaN rows.
+    Ids out of range give NaN rows (except with a single row, which every id gets,
+    as in Flax).
 
     Attributes:
       num_embeddings: the number of rows (vocabulary size).
@@ -743,6 +744,9 @@ class Embed(Module):
                 'Cast the ids with `.astype(jnp.int32)`.',
             )
         (embedding,) = self.promote_dtype(self.embedding, dtype=self.dtype, inexact=False)
+        if self.num_embeddings == 1:
+            # Flax answers every id with the single row here (no NaN for ids >= 1).
+            return jnp.broadcast_to(embedding[0], (*jnp.shape(inputs), self.features))
         return jnp.take(embedding, inputs, axis=0)
 
     def attend(self, query: Array) -> Array:
