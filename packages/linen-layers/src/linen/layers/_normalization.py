@@ -1,0 +1,852 @@
+"""Normalization layers: LayerNorm, RMSNorm, BatchNorm, GroupNorm, InstanceNorm,
+SpectralNorm and WeightNorm, with Flax's arguments, variables and numerics.
+
+The five statistics layers share two steps. ``_compute_stats`` reduces the input
+to a mean and a variance (float32 or wider unless ``force_float32_reductions`` is
+off, averaged across devices with ``lax.pmean`` when ``axis_name`` is set), and
+``_normalize`` subtracts, scales by ``rsqrt(var + epsilon)`` times the learned
+``scale`` and adds the learned ``bias``. The layers differ only in which axes they
+reduce over and where the statistics come from (BatchNorm keeps running averages
+in the ``batch_stats`` collection).
+
+SpectralNorm and WeightNorm wrap another layer and rewrite its parameters on the
+way in through ``linen.transforms.map_variables``; their own state is named after
+the wrapped variable's path (``'Dense_0/kernel/u'``), as in Flax, so checkpoints
+carry over.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from linen.core.errors import LinenError
+from linen.layers import initializers
+from linen.layers.dtypes import canonicalize_dtype
+from linen.module import Module, compact, merge_param
+
+__all__ = [
+    'BatchNorm',
+    'GroupNorm',
+    'InstanceNorm',
+    'InvalidFeatureAxesError',
+    'InvalidGroupsError',
+    'InvalidMaskShapeError',
+    'LayerNorm',
+    'MissingUseRunningAverageError',
+    'RMSNorm',
+    'SpectralNorm',
+    'SpectralNormNonMatrixError',
+    'WeightNorm',
+]
+
+Array = jax.Array
+Axes = int | Iterable[int]
+Dtype = Any
+Initializer = Callable[..., Array]
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def _layer_where(module: Module) -> str:
+    """``LayerNorm at "/encoder/LayerNorm_0"``: the layer named the way errors show paths."""
+    scope = getattr(module, 'scope', None)
+    path = tuple(getattr(scope, 'path', ()) or ())
+    where = '"/' + '/'.join(str(p) for p in path) + '"' if path else 'the root'
+    return f'{type(module).__name__} at {where}'
+
+
+class InvalidFeatureAxesError(LinenError, ValueError):
+    """A normalization layer's axes do not fit its input.
+
+    >>> nn.LayerNorm(feature_axes=3).init(key, jnp.ones((2, 4)))  # doctest: +SKIP
+    """
+
+    def __init__(self, layer: str, what: str, axes, shape, fix: str):
+        super().__init__(
+            f'{layer}: {what} {axes!r} do not fit an input of shape {tuple(shape)} '
+            f'(rank {len(shape)}). {fix}'
+        )
+
+
+class InvalidGroupsError(LinenError, ValueError):
+    """GroupNorm's ``num_groups``/``group_size`` do not split the feature axis.
+
+    >>> nn.GroupNorm(num_groups=4).init(key, jnp.ones((2, 6)))  # doctest: +SKIP
+    """
+
+    def __init__(self, layer: str, problem: str, fix: str):
+        super().__init__(f'{layer}: {problem} {fix}')
+
+
+class MissingUseRunningAverageError(LinenError, ValueError):
+    """BatchNorm was given ``use_running_average`` neither at construction nor at call.
+
+    >>> nn.BatchNorm().init(key, x)  # doctest: +SKIP
+    """
+
+    def __init__(self, layer: str):
+        super().__init__(
+            f'{layer}: `use_running_average` is unset, so it is unknown whether to '
+            'normalize with the batch statistics (training) or the running averages in '
+            '"batch_stats" (evaluation). Pass it once, either to the constructor '
+            '(`BatchNorm(use_running_average=not train)`) or at call time '
+            '(`bn(x, use_running_average=not train)`).'
+        )
+
+
+class InvalidMaskShapeError(LinenError, ValueError):
+    """A normalization ``mask`` does not broadcast to the input.
+
+    >>> nn.LayerNorm().apply(v, jnp.ones((2, 4)), mask=jnp.ones((2, 3), bool))  # doctest: +SKIP
+    """
+
+    def __init__(self, layer: str, mask_shape, x_shape):
+        super().__init__(
+            f'{layer}: the mask of shape {tuple(mask_shape)} does not broadcast to the input '
+            f'of shape {tuple(x_shape)}. Pass a boolean mask whose shape broadcasts to the '
+            'input (True marks the entries that count toward the statistics).'
+        )
+
+
+class SpectralNormNonMatrixError(LinenError, ValueError):
+    """SpectralNorm met a parameter of rank > 2 with ``error_on_non_matrix=True``.
+
+    >>> nn.SpectralNorm(nn.Conv(3, (3, 3)), error_on_non_matrix=True)  # doctest: +SKIP
+    """
+
+    def __init__(self, layer: str, name: str, shape):
+        super().__init__(
+            f'{layer}: parameter "{name}" has shape {tuple(shape)} (rank {len(shape)}), '
+            'but error_on_non_matrix=True allows only rank <= 2. Pass '
+            'error_on_non_matrix=False to normalize it reshaped to '
+            '(-1, last dimension), as for convolution kernels.'
+        )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _canonicalize_axes(module: Module, what: str, axes: Axes, shape, fix: str) -> tuple[int, ...]:
+    """Axes as sorted, distinct, non-negative ints; out-of-range axes are an error."""
+    ndim = len(shape)
+    axes = (axes,) if isinstance(axes, int) else tuple(axes)
+    if any(not -ndim <= ax < ndim for ax in axes):
+        raise InvalidFeatureAxesError(_layer_where(module), what, axes, shape, fix)
+    return tuple(sorted({ax % ndim for ax in axes}))
+
+
+def _check_mask(module: Module, mask, x: Array):
+    if mask is None or mask.shape == x.shape:
+        return mask
+    try:
+        if np.broadcast_shapes(mask.shape, x.shape) == x.shape:
+            return mask
+    except ValueError:
+        pass
+    raise InvalidMaskShapeError(_layer_where(module), mask.shape, x.shape)
+
+
+def _abs_sq(x: Array) -> Array:
+    """``|x|**2``, real for complex ``x``."""
+    if jnp.iscomplexobj(x):
+        return lax.square(lax.real(x)) + lax.square(lax.imag(x))
+    return lax.square(x)
+
+
+def _compute_stats(
+    x: Array,
+    axes: tuple[int, ...],
+    dtype: Dtype | None,
+    axis_name: str | None = None,
+    axis_index_groups: Any = None,
+    use_mean: bool = True,
+    use_fast_variance: bool = True,
+    mask: Array | None = None,
+    force_float32_reductions: bool = True,
+) -> tuple[Array, Array]:
+    """Mean and variance of ``x`` over ``axes`` (mean is 0 when ``use_mean`` is off).
+
+    Across devices the per-device means are averaged (not count-weighted under a
+    mask), as Flax does, so the statistics match its numerics.
+    """
+    if dtype is None:
+        dtype = x.dtype
+    if force_float32_reductions:
+        # Low-precision sums lose too much; widen to at least float32.
+        dtype = jnp.promote_types(dtype, jnp.float32)
+    if x.dtype != dtype:
+        x = x.astype(dtype)
+
+    def mean(*values):
+        means = tuple(jnp.mean(v, axes, where=mask) for v in values)
+        if axis_name is not None:
+            # One collective for all the moments, not one per moment.
+            means = lax.pmean(means, axis_name, axis_index_groups=axis_index_groups)
+        return means
+
+    if not use_mean:
+        (mean_sq,) = mean(_abs_sq(x))
+        return jnp.zeros((), mean_sq.dtype), mean_sq
+    if use_fast_variance:
+        mu, mean_sq = mean(x, _abs_sq(x))
+        # E[x^2] - E[x]^2 can round below zero.
+        return mu, jnp.maximum(0.0, mean_sq - _abs_sq(mu))
+    (mu,) = mean(x)
+    (var,) = mean(_abs_sq(x - jnp.expand_dims(mu, axes)))
+    return mu, var
+
+
+def _normalize(
+    module: Module,
+    x: Array,
+    mean: Array,
+    var: Array,
+    reduction_axes: tuple[int, ...],
+    feature_axes: tuple[int, ...],
+    dtype: Dtype | None,
+    param_dtype: Dtype,
+    epsilon: float,
+    use_bias: bool,
+    use_scale: bool,
+    bias_init: Initializer,
+    scale_init: Initializer,
+    subtract_mean: bool = True,
+) -> Array:
+    """``(x - mean) * rsqrt(var + epsilon) * scale + bias``, params created in Flax's order."""
+    stats_shape = list(x.shape)
+    feature_shape = [1] * x.ndim
+    for ax in reduction_axes:
+        stats_shape[ax] = 1
+    for ax in feature_axes:
+        feature_shape[ax] = x.shape[ax]
+    param_shape = tuple(x.shape[ax] for ax in feature_axes)
+    # Params broadcast against x directly when the features are its trailing axes.
+    reshape = tuple(feature_shape[x.ndim - len(param_shape) :]) != param_shape
+
+    mul = lax.rsqrt(var.reshape(stats_shape) + epsilon)
+    y = x - mean.reshape(stats_shape) if subtract_mean else x
+    args = [x]
+    if use_scale:
+        scale = module.param('scale', scale_init, param_shape, param_dtype)
+        args.append(scale)
+        mul = mul * (scale.reshape(feature_shape) if reshape else scale)
+    y = y * mul
+    if use_bias:
+        bias = module.param('bias', bias_init, param_shape, param_dtype)
+        args.append(bias)
+        y = y + (bias.reshape(feature_shape) if reshape else bias)
+    dtype = canonicalize_dtype(*args, dtype=dtype)
+    return y if y.dtype == dtype else y.astype(dtype)
+
+
+_FEATURE_AXES_FIX = 'Pass axes within [-rank, rank) of the input, e.g. -1 for the last axis.'
+
+
+# --------------------------------------------------------------------------- layers
+
+
+class LayerNorm(Module):
+    """Layer normalization (Ba et al., 2016): normalizes each example over ``reduction_axes``.
+
+    ``y = (x - mean) / sqrt(var + epsilon) * scale + bias`` with the statistics
+    taken over ``reduction_axes`` and ``scale``/``bias`` of the shape of
+    ``feature_axes``.
+
+    Attributes:
+      epsilon: added to the variance to avoid dividing by zero.
+      dtype: dtype of the result (default: inferred from input and params).
+      param_dtype: dtype of ``scale`` and ``bias``.
+      use_bias: learn a ``bias`` (initialized by ``bias_init``).
+      use_scale: learn a ``scale`` (initialized by ``scale_init``).
+      bias_init: initializer of ``bias``.
+      scale_init: initializer of ``scale``.
+      reduction_axes: axes the statistics are computed over.
+      feature_axes: axes ``scale`` and ``bias`` span.
+      axis_name: a mapped axis (``vmap``/``pmap``) to average the statistics over.
+      axis_index_groups: groups of devices along ``axis_name`` to average within.
+      use_fast_variance: ``E[x^2] - E[x]^2`` in one pass instead of ``E[(x - E[x])^2]``.
+      force_float32_reductions: compute the statistics in float32 or wider.
+
+    >>> import jax, jax.numpy as jnp
+    >>> import linen.nn as nn
+    >>> x = jnp.arange(6.0).reshape(2, 3)
+    >>> y, _ = nn.LayerNorm().init_with_output(jax.random.key(0), x)
+    >>> y.round(3)
+    Array([[-1.225,  0.   ,  1.225],
+           [-1.225,  0.   ,  1.225]], dtype=float32)
+    """
+
+    epsilon: float = 1e-6
+    dtype: Dtype | None = None
+    param_dtype: Dtype = jnp.float32
+    use_bias: bool = True
+    use_scale: bool = True
+    bias_init: Initializer = initializers.zeros
+    scale_init: Initializer = initializers.ones
+    reduction_axes: Axes = -1
+    feature_axes: Axes = -1
+    axis_name: str | None = None
+    axis_index_groups: Any = None
+    use_fast_variance: bool = True
+    force_float32_reductions: bool = True
+
+    @compact
+    def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
+        """Normalizes ``x``; ``mask`` (broadcastable to ``x``) selects what counts in the stats."""
+        mask = _check_mask(self, mask, x)
+        reduction_axes = _canonicalize_axes(
+            self, 'reduction_axes', self.reduction_axes, x.shape, _FEATURE_AXES_FIX
+        )
+        feature_axes = _canonicalize_axes(
+            self, 'feature_axes', self.feature_axes, x.shape, _FEATURE_AXES_FIX
+        )
+        mean, var = _compute_stats(
+            x, reduction_axes, self.dtype, self.axis_name, self.axis_index_groups,
+            use_fast_variance=self.use_fast_variance, mask=mask,
+            force_float32_reductions=self.force_float32_reductions,
+        )  # fmt: skip
+        return _normalize(
+            self, x, mean, var, reduction_axes, feature_axes, self.dtype, self.param_dtype,
+            self.epsilon, self.use_bias, self.use_scale, self.bias_init, self.scale_init,
+        )  # fmt: skip
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalization (Zhang and Sennrich, 2019): ``x / rms(x) * scale``.
+
+    Like :class:`LayerNorm` without the mean subtraction and without a bias.
+
+    Attributes:
+      epsilon: added to the mean square to avoid dividing by zero.
+      dtype: dtype of the result (default: inferred from input and params).
+      param_dtype: dtype of ``scale``.
+      use_scale: learn a ``scale`` (initialized by ``scale_init``).
+      scale_init: initializer of ``scale``.
+      reduction_axes: axes the mean square is computed over.
+      feature_axes: axes ``scale`` spans.
+      axis_name: a mapped axis to average the statistics over.
+      axis_index_groups: groups of devices along ``axis_name`` to average within.
+      use_fast_variance: kept for signature parity with Flax (no mean is subtracted).
+      force_float32_reductions: compute the statistics in float32 or wider.
+
+    >>> import jax, jax.numpy as jnp
+    >>> import linen.nn as nn
+    >>> y, _ = nn.RMSNorm().init_with_output(jax.random.key(0), jnp.array([[3.0, 4.0]]))
+    >>> y.round(3)
+    Array([[0.849, 1.131]], dtype=float32)
+    """
+
+    epsilon: float = 1e-6
+    dtype: Dtype | None = None
+    param_dtype: Dtype = jnp.float32
+    use_scale: bool = True
+    scale_init: Initializer = initializers.ones
+    reduction_axes: Axes = -1
+    feature_axes: Axes = -1
+    axis_name: str | None = None
+    axis_index_groups: Any = None
+    use_fast_variance: bool = True
+    force_float32_reductions: bool = True
+
+    @compact
+    def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
+        """Normalizes ``x`` by its root mean square over ``reduction_axes``."""
+        mask = _check_mask(self, mask, x)
+        reduction_axes = _canonicalize_axes(
+            self, 'reduction_axes', self.reduction_axes, x.shape, _FEATURE_AXES_FIX
+        )
+        feature_axes = _canonicalize_axes(
+            self, 'feature_axes', self.feature_axes, x.shape, _FEATURE_AXES_FIX
+        )
+        mean, var = _compute_stats(
+            x, reduction_axes, self.dtype, self.axis_name, self.axis_index_groups,
+            use_mean=False, use_fast_variance=self.use_fast_variance, mask=mask,
+            force_float32_reductions=self.force_float32_reductions,
+        )  # fmt: skip
+        return _normalize(
+            self, x, mean, var, reduction_axes, feature_axes, self.dtype, self.param_dtype,
+            self.epsilon, False, self.use_scale, initializers.zeros, self.scale_init,
+            subtract_mean=False,
+        )  # fmt: skip
+
+
+class BatchNorm(Module):
+    """Batch normalization (Ioffe and Szegedy, 2015) with running averages in ``batch_stats``.
+
+    In training (``use_running_average=False``) the layer normalizes with the
+    statistics of the batch (over every axis but ``axis``) and, when the
+    ``batch_stats`` collection is mutable, folds them into the running averages
+    ``mean`` and ``var``: ``ra = momentum * ra + (1 - momentum) * batch``. In
+    evaluation (``use_running_average=True``) it normalizes with the running averages.
+    ``init`` leaves the running averages at zeros and ones.
+
+    Attributes:
+      use_running_average: normalize with the running averages; may instead be
+        given at call time (exactly one of the two).
+      axis: the feature axis or axes (not reduced over).
+      momentum: decay of the running averages.
+      epsilon: added to the variance to avoid dividing by zero.
+      dtype: dtype of the result (default: inferred from input and params).
+      param_dtype: dtype of ``scale`` and ``bias``.
+      use_bias: learn a ``bias``.
+      use_scale: learn a ``scale``.
+      bias_init: initializer of ``bias``.
+      scale_init: initializer of ``scale``.
+      axis_name: a mapped axis (``vmap``/``pmap``) over which the batch statistics
+        are averaged (cross-device batch norm); ignored during ``init``.
+      axis_index_groups: groups of devices along ``axis_name`` to average within.
+      use_fast_variance: ``E[x^2] - E[x]^2`` in one pass instead of two.
+      force_float32_reductions: compute the statistics in float32 or wider.
+
+    >>> import jax, jax.numpy as jnp
+    >>> import linen.nn as nn
+    >>> bn = nn.BatchNorm(use_running_average=False, momentum=0.9)
+    >>> x = jnp.array([[0.0, 2.0], [2.0, 6.0]])
+    >>> variables = bn.init(jax.random.key(0), x)
+    >>> y, updates = bn.apply(variables, x, mutable=['batch_stats'])
+    >>> updates['batch_stats']['mean']
+    Array([0.1, 0.4], dtype=float32)
+    """
+
+    use_running_average: bool | None = None
+    axis: int | Iterable[int] = -1
+    momentum: float = 0.99
+    epsilon: float = 1e-5
+    dtype: Dtype | None = None
+    param_dtype: Dtype = jnp.float32
+    use_bias: bool = True
+    use_scale: bool = True
+    bias_init: Initializer = initializers.zeros
+    scale_init: Initializer = initializers.ones
+    axis_name: str | None = None
+    axis_index_groups: Any = None
+    use_fast_variance: bool = True
+    force_float32_reductions: bool = True
+
+    @compact
+    def __call__(
+        self,
+        x: Array,
+        use_running_average: bool | None = None,
+        *,
+        mask: Array | None = None,
+    ) -> Array:
+        """Normalizes ``x``; ``mask`` selects the entries that count toward the batch stats."""
+        if use_running_average is None and self.use_running_average is None:
+            raise MissingUseRunningAverageError(_layer_where(self))
+        use_running_average = merge_param(
+            'use_running_average', self.use_running_average, use_running_average
+        )
+        mask = _check_mask(self, mask, x)
+        feature_axes = _canonicalize_axes(
+            self, 'axis', self.axis, x.shape,
+            'Pass the feature axis of the input (default -1, the last axis).',
+        )  # fmt: skip
+        reduction_axes = tuple(i for i in range(x.ndim) if i not in feature_axes)
+        feature_shape = tuple(x.shape[ax] for ax in feature_axes)
+
+        ra_mean = self.variable(
+            'batch_stats', 'mean', lambda s: jnp.zeros(s, jnp.float32), feature_shape
+        )
+        ra_var = self.variable('batch_stats', 'var', lambda s: jnp.ones(s, jnp.float32), feature_shape)
+
+        if use_running_average:
+            mean, var = ra_mean.value, ra_var.value
+        else:
+            initializing = self.is_initializing()
+            mean, var = _compute_stats(
+                x, reduction_axes, self.dtype,
+                # init may run outside the mapped context that binds axis_name.
+                None if initializing else self.axis_name,
+                None if initializing else self.axis_index_groups,
+                use_fast_variance=self.use_fast_variance, mask=mask,
+                force_float32_reductions=self.force_float32_reductions,
+            )  # fmt: skip
+            if not initializing:
+                momentum = self.momentum
+                ra_mean.value = momentum * ra_mean.value + (1 - momentum) * mean
+                ra_var.value = momentum * ra_var.value + (1 - momentum) * var
+
+        return _normalize(
+            self, x, mean, var, reduction_axes, feature_axes, self.dtype, self.param_dtype,
+            self.epsilon, self.use_bias, self.use_scale, self.bias_init, self.scale_init,
+        )  # fmt: skip
+
+
+class GroupNorm(Module):
+    """Group normalization (Wu and He, 2018): statistics per group of channels.
+
+    The last axis (the features) is split into ``num_groups`` groups of
+    ``group_size`` channels; each example is normalized per group over
+    ``reduction_axes`` and its group's channels. Give exactly one of
+    ``num_groups`` and ``group_size`` (pass ``num_groups=None`` with ``group_size``).
+
+    Attributes:
+      num_groups: number of groups; must divide the number of channels.
+      group_size: channels per group; must divide the number of channels.
+      epsilon: added to the variance to avoid dividing by zero.
+      dtype: dtype of the result (default: inferred from input and params).
+      param_dtype: dtype of ``scale`` and ``bias``.
+      use_bias: learn a ``bias``.
+      use_scale: learn a ``scale``.
+      bias_init: initializer of ``bias``.
+      scale_init: initializer of ``scale``.
+      reduction_axes: axes reduced over, which must include the last; default every
+        axis but the first (the batch). Set it explicitly when the input has more
+        leading batch axes at call time than at init.
+      axis_name: a mapped axis to average the statistics over.
+      axis_index_groups: groups of devices along ``axis_name`` to average within.
+      use_fast_variance: ``E[x^2] - E[x]^2`` in one pass instead of two.
+      force_float32_reductions: compute the statistics in float32 or wider.
+
+    >>> import jax, jax.numpy as jnp
+    >>> import linen.nn as nn
+    >>> x = jnp.array([[0.0, 2.0, 5.0, 7.0]])
+    >>> y, _ = nn.GroupNorm(num_groups=2).init_with_output(jax.random.key(0), x)
+    >>> y.round(3)
+    Array([[-1.,  1., -1.,  1.]], dtype=float32)
+    """
+
+    num_groups: int | None = 32
+    group_size: int | None = None
+    epsilon: float = 1e-6
+    dtype: Dtype | None = None
+    param_dtype: Dtype = jnp.float32
+    use_bias: bool = True
+    use_scale: bool = True
+    bias_init: Initializer = initializers.zeros
+    scale_init: Initializer = initializers.ones
+    reduction_axes: Axes | None = None
+    axis_name: str | None = None
+    axis_index_groups: Any = None
+    use_fast_variance: bool = True
+    force_float32_reductions: bool = True
+
+    def _groups(self, channels: int) -> tuple[int, int]:
+        layer = _layer_where(self)
+        if (self.num_groups is None) == (self.group_size is None):
+            raise InvalidGroupsError(
+                layer,
+                f'got num_groups={self.num_groups} and group_size={self.group_size}; exactly '
+                'one must be given.',
+                'Pass GroupNorm(num_groups=G) or GroupNorm(num_groups=None, group_size=S) '
+                '(num_groups defaults to 32, so set it to None to use group_size).',
+            )
+        if self.num_groups is not None:
+            if self.num_groups <= 0 or channels % self.num_groups:
+                raise InvalidGroupsError(
+                    layer,
+                    f'num_groups={self.num_groups} does not divide the {channels} channels '
+                    '(the last axis of the input).',
+                    f'Pick num_groups among the divisors of {channels}, or pass group_size.',
+                )
+            return self.num_groups, channels // self.num_groups
+        if self.group_size <= 0 or channels % self.group_size:
+            raise InvalidGroupsError(
+                layer,
+                f'group_size={self.group_size} does not divide the {channels} channels '
+                '(the last axis of the input).',
+                f'Pick group_size among the divisors of {channels}.',
+            )
+        return channels // self.group_size, self.group_size
+
+    @compact
+    def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
+        """Normalizes ``x`` per group of channels of its last axis."""
+        mask = _check_mask(self, mask, x)
+        ndim = x.ndim
+        if ndim < 1:
+            raise InvalidFeatureAxesError(
+                _layer_where(self), 'the feature axis', -1, x.shape,
+                'GroupNorm needs an input with a feature (last) axis.',
+            )  # fmt: skip
+        if self.reduction_axes is None:
+            reduction_axes = (*range(1, ndim - 1), ndim - 1)
+        else:
+            reduction_axes = _canonicalize_axes(
+                self, 'reduction_axes', self.reduction_axes, x.shape, _FEATURE_AXES_FIX
+            )
+            if ndim - 1 not in reduction_axes:
+                raise InvalidFeatureAxesError(
+                    _layer_where(self), 'reduction_axes', self.reduction_axes, x.shape,
+                    'The reduction axes must include the last axis (the features), '
+                    'e.g. reduction_axes=(1, 2, -1) for NHWC images.',
+                )  # fmt: skip
+        channels = x.shape[-1]
+        num_groups, group_size = self._groups(channels)
+
+        group_shape = (*x.shape[:-1], num_groups, group_size)
+        outer_axes = reduction_axes[:-1]
+        if mask is not None and mask.shape != x.shape:
+            mask = jnp.broadcast_to(mask, x.shape)
+        mean, var = _compute_stats(
+            x.reshape(group_shape), (*outer_axes, ndim), self.dtype,
+            self.axis_name, self.axis_index_groups,
+            use_fast_variance=self.use_fast_variance,
+            mask=None if mask is None else mask.reshape(group_shape),
+            force_float32_reductions=self.force_float32_reductions,
+        )  # fmt: skip
+        # Back from one statistic per group to one per channel.
+        stats_groups = (*mean.shape, group_size)
+        mean = jnp.broadcast_to(mean[..., None], stats_groups).reshape(*mean.shape[:-1], channels)
+        var = jnp.broadcast_to(var[..., None], stats_groups).reshape(*var.shape[:-1], channels)
+        return _normalize(
+            self, x, mean, var, outer_axes, (ndim - 1,), self.dtype, self.param_dtype,
+            self.epsilon, self.use_bias, self.use_scale, self.bias_init, self.scale_init,
+        )  # fmt: skip
+
+
+class InstanceNorm(Module):
+    """Instance normalization (Ulyanov et al., 2016): each example and channel on its own.
+
+    Statistics are taken over every axis except the first (the batch) and
+    ``feature_axes``.
+
+    Attributes:
+      epsilon: added to the variance to avoid dividing by zero.
+      dtype: dtype of the result (default: inferred from input and params).
+      param_dtype: dtype of ``scale`` and ``bias``.
+      use_bias: learn a ``bias``.
+      use_scale: learn a ``scale``.
+      bias_init: initializer of ``bias``.
+      scale_init: initializer of ``scale``.
+      feature_axes: the channel axes; must not include axis 0 (the batch).
+      axis_name: a mapped axis to average the statistics over.
+      axis_index_groups: groups of devices along ``axis_name`` to average within.
+      use_fast_variance: ``E[x^2] - E[x]^2`` in one pass instead of two.
+      force_float32_reductions: compute the statistics in float32 or wider.
+
+    >>> import jax, jax.numpy as jnp
+    >>> import linen.nn as nn
+    >>> x = jnp.array([[[0.0], [2.0]]])
+    >>> y, _ = nn.InstanceNorm().init_with_output(jax.random.key(0), x)
+    >>> y.ravel().round(3)
+    Array([-1.,  1.], dtype=float32)
+    """
+
+    epsilon: float = 1e-6
+    dtype: Dtype | None = None
+    param_dtype: Dtype = jnp.float32
+    use_bias: bool = True
+    use_scale: bool = True
+    bias_init: Initializer = initializers.zeros
+    scale_init: Initializer = initializers.ones
+    feature_axes: Axes = -1
+    axis_name: str | None = None
+    axis_index_groups: Any = None
+    use_fast_variance: bool = True
+    force_float32_reductions: bool = True
+
+    @compact
+    def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
+        """Normalizes each example and channel of ``x`` over the remaining axes."""
+        mask = _check_mask(self, mask, x)
+        feature_axes = _canonicalize_axes(
+            self, 'feature_axes', self.feature_axes, x.shape, _FEATURE_AXES_FIX
+        )
+        if 0 in feature_axes:
+            raise InvalidFeatureAxesError(
+                _layer_where(self), 'feature_axes', self.feature_axes, x.shape,
+                'Axis 0 is the batch axis and cannot be a feature axis: give the input a '
+                'leading batch axis, or pass feature_axes that exclude 0.',
+            )  # fmt: skip
+        reduction_axes = tuple(i for i in range(1, x.ndim) if i not in feature_axes)
+        mean, var = _compute_stats(
+            x, reduction_axes, self.dtype, self.axis_name, self.axis_index_groups,
+            use_fast_variance=self.use_fast_variance, mask=mask,
+            force_float32_reductions=self.force_float32_reductions,
+        )  # fmt: skip
+        return _normalize(
+            self, x, mean, var, reduction_axes, feature_axes, self.dtype, self.param_dtype,
+            self.epsilon, self.use_bias, self.use_scale, self.bias_init, self.scale_init,
+        )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- wrappers
+
+
+def _l2_normalize(x: Array, axis=None, eps: float = 1e-12) -> Array:
+    return x * lax.rsqrt(jnp.sum(x * x, axis=axis, keepdims=True) + eps)
+
+
+def _map_params(variables: Mapping, fn: Callable[[tuple[str, ...], Array], Array]) -> dict:
+    """Applies ``fn(path, leaf)`` to the ``params`` leaves of ``{collection: tree}``.
+
+    Leaves are visited in sorted key order (as ``jax.tree_util`` orders dicts), so
+    the rng draws of the wrapper's own variables come in Flax's order.
+    """
+
+    def walk(tree, path):
+        if isinstance(tree, Mapping):
+            return {k: walk(tree[k], (*path, str(k))) for k in sorted(tree)}
+        return fn(path, tree)
+
+    return {
+        col: walk(tree, ()) if col == 'params' else tree for col, tree in variables.items()
+    }
+
+
+def _map_variables():
+    from linen.transforms import map_variables
+
+    return map_variables
+
+
+class SpectralNorm(Module):
+    """Spectral normalization (Miyato et al., 2018) of a wrapped layer's weight matrices.
+
+    Every parameter of ``layer_instance`` with rank >= 2 is divided by its
+    largest singular value, estimated by ``n_steps`` of power iteration from a
+    vector ``u`` kept in ``collection_name`` (``batch_stats``) as
+    ``'<layer>/<param>/u'`` next to the estimate ``'<layer>/<param>/sigma'``.
+    Higher-rank kernels are treated as ``(-1, last dimension)`` matrices.
+
+    Attributes:
+      layer_instance: the layer whose parameters are normalized.
+      n_steps: power-iteration steps per call (0 leaves the parameters as they are).
+      epsilon: keeps the vector normalization away from dividing by zero.
+      dtype: dtype of the normalized parameters (default: inferred).
+      param_dtype: dtype of ``u`` and ``sigma``.
+      error_on_non_matrix: raise on parameters of rank > 2 instead of reshaping.
+      collection_name: where ``u`` and ``sigma`` live.
+
+    Call with ``update_stats=True`` in training (``collection_name`` must then be
+    mutable) and ``update_stats=False`` in evaluation.
+    """
+
+    layer_instance: Module
+    n_steps: int = 1
+    epsilon: float = 1e-12
+    dtype: Dtype | None = None
+    param_dtype: Dtype = jnp.float32
+    error_on_non_matrix: bool = False
+    collection_name: str = 'batch_stats'
+
+    @compact
+    def __call__(self, *args, update_stats: bool, **kwargs):
+        """Calls the wrapped layer with spectrally normalized parameters."""
+
+        def forward(layer):
+            return layer(*args, **kwargs)
+
+        def normalize(variables):
+            return _map_params(
+                variables, lambda path, v: self._spectral_normalize(path, v, update_stats)
+            )
+
+        return _map_variables()(
+            forward, trans_in_fn=normalize, init=self.is_initializing(), mutable=True
+        )(self.layer_instance)
+
+    def _spectral_normalize(self, path: tuple[str, ...], value: Array, update_stats: bool):
+        if value.ndim <= 1 or self.n_steps < 1:
+            return value
+        name = '/'.join((self.layer_instance.name, *path))
+        if value.ndim > 2:
+            if self.error_on_non_matrix:
+                raise SpectralNormNonMatrixError(_layer_where(self), name, value.shape)
+        shape = value.shape
+        matrix = value.reshape(-1, shape[-1]) if value.ndim > 2 else value
+        u_shape = (1, shape[-1])
+        u_var = self.variable(
+            self.collection_name, name + '/u',
+            lambda: jax.random.normal(self.make_rng('params'), u_shape, self.param_dtype),
+        )  # fmt: skip
+        sigma_var = self.variable(
+            self.collection_name, name + '/sigma', jnp.ones, (), self.param_dtype
+        )
+        u = u_var.value
+        for _ in range(self.n_steps):
+            v = _l2_normalize(u @ matrix.T, eps=self.epsilon)
+            u = _l2_normalize(v @ matrix, eps=self.epsilon)
+        # The singular vectors are an estimate to carry over, not something to train.
+        u = lax.stop_gradient(u)
+        v = lax.stop_gradient(v)
+        sigma = (v @ matrix @ u.T)[0, 0]
+        normalized = (matrix / jnp.where(sigma != 0, sigma, 1)).reshape(shape)
+        if update_stats:
+            u_var.value = u
+            sigma_var.value = sigma
+        dtype = canonicalize_dtype(value, u, v, sigma, dtype=self.dtype)
+        return normalized if normalized.dtype == dtype else normalized.astype(dtype)
+
+
+class WeightNorm(Module):
+    """Weight normalization (Salimans and Kingma, 2016) of a wrapped layer's parameters.
+
+    Each parameter whose path (``'<layer>/<param>'``) contains one of the strings in
+    ``variable_filter`` is replaced by ``scale * w / ||w||``, the norm taken over
+    every axis but ``feature_axes``; ``scale`` is a parameter of this module named
+    ``'<layer>/<param>/scale'`` with the shape of those feature axes.
+
+    Attributes:
+      layer_instance: the layer whose parameters are normalized.
+      epsilon: keeps the normalization away from dividing by zero.
+      dtype: dtype of the normalized parameters (default: inferred).
+      param_dtype: dtype of ``scale``.
+      use_scale: learn a ``scale`` (otherwise the parameters get unit norm).
+      scale_init: initializer of ``scale``.
+      feature_axes: axes that keep their own norm (``None``: one norm for the
+        whole parameter, scalar ``scale``).
+      variable_filter: substrings selecting the parameters to normalize (empty:
+        all of them).
+    """
+
+    layer_instance: Module
+    epsilon: float = 1e-12
+    dtype: Dtype | None = None
+    param_dtype: Dtype = jnp.float32
+    use_scale: bool = True
+    scale_init: Initializer = initializers.ones
+    feature_axes: Axes | None = -1
+    variable_filter: Iterable[str] | None = dataclasses.field(
+        default_factory=lambda: {'kernel'}
+    )
+
+    @compact
+    def __call__(self, *args, **kwargs):
+        """Calls the wrapped layer with weight-normalized parameters."""
+
+        def forward(layer):
+            return layer(*args, **kwargs)
+
+        def normalize(variables):
+            return _map_params(variables, self._weight_normalize)
+
+        return _map_variables()(
+            forward, trans_in_fn=normalize, init=self.is_initializing(), mutable=True
+        )(self.layer_instance)
+
+    def _weight_normalize(self, path: tuple[str, ...], value: Array) -> Array:
+        name = '/'.join((self.layer_instance.name, *path))
+        if self.variable_filter and not any(f in name for f in self.variable_filter):
+            return value
+        if self.feature_axes is None:
+            feature_axes = ()
+        else:
+            feature_axes = _canonicalize_axes(
+                self, 'feature_axes', self.feature_axes, value.shape,
+                f'The feature axes apply to parameter "{name}"; pass axes within its '
+                'rank, or feature_axes=None for one norm over the whole parameter.',
+            )  # fmt: skip
+        reduction_axes = tuple(i for i in range(value.ndim) if i not in feature_axes)
+        normalized = _l2_normalize(value, axis=reduction_axes, eps=self.epsilon)
+        args = [value]
+        if self.use_scale:
+            scale_shape = tuple(value.shape[ax] for ax in feature_axes)
+            scale = self.param(name + '/scale', self.scale_init, scale_shape, self.param_dtype)
+            broadcast_shape = [1] * value.ndim
+            for ax in feature_axes:
+                broadcast_shape[ax] = value.shape[ax]
+            normalized = normalized * scale.reshape(broadcast_shape)
+            args.append(scale)
+        dtype = canonicalize_dtype(*args, dtype=self.dtype)
+        return normalized if normalized.dtype == dtype else normalized.astype(dtype)
