@@ -30,17 +30,21 @@ from linen.core.config import config
 __all__ = ['Scope', 'Variable', 'init', 'apply', 'bind', 'lazy_init']
 
 _ABSENT = object()
+_CHILD = object()  # marks child entries in a scope's rng counters
 
 
 class _Root:
     """State shared by every scope of one binding."""
 
-    __slots__ = ('variables', 'mutable', 'valid', 'frozen_input')
+    __slots__ = ('variables', 'mutable', 'valid', 'offset')
 
-    def __init__(self, variables: dict[str, Any], mutable: Filter):
+    def __init__(self, variables: dict[str, Any], mutable: Filter, offset: int = 0):
         self.variables = variables
         self.mutable = mutable
         self.valid = True
+        # Scopes made inside a lifted transform keep their full path (for rng
+        # streams and messages); `offset` leading names are above the variables.
+        self.offset = offset
 
 
 # ---------------------------------------------------------------- shape checking
@@ -167,7 +171,6 @@ class Scope:
         'path',
         'reservations',
         'rng_counters',
-        '_child_counters',
         '_rngs',
         '_cols',
         'flags',
@@ -188,8 +191,9 @@ class Scope:
         self.parent = parent
         self.path = () if parent is None else parent.path + (name,)
         self.reservations: dict[str, set] = {}
-        self.rng_counters = {} if rng_counters is None else rng_counters
-        self._child_counters: dict[str, dict[str, int]] = {}
+        # stream name -> count, and (_CHILD, child name) -> the child's counters:
+        # a child pushed again (a compact method called twice) continues counting.
+        self.rng_counters: dict[Any, Any] = {} if rng_counters is None else rng_counters
         self._rngs = rngs
         self._cols: dict[str, Any] = {}
         self.flags = flags if flags is not None else (parent.flags if parent else {})
@@ -280,7 +284,7 @@ class Scope:
             rng_counters={} if rewind_rngs else self.rng_counters,
             flags=self.flags,
         )
-        scope._child_counters = {} if rewind_rngs else self._child_counters
+        scope.path = self.path
         scope._cols = self._cols
         return scope
 
@@ -291,9 +295,10 @@ class Scope:
             name = self.default_name(prefix)
         if not reuse or name not in self.reservations:
             self.reserve(name)
-        counters = self._child_counters.get(name)
+        key = (_CHILD, name)
+        counters = self.rng_counters.get(key)
         if counters is None:
-            counters = self._child_counters[name] = {}
+            counters = self.rng_counters[key] = {}
         return Scope(self._root, name, self, rngs=None, rng_counters=counters)
 
     def child(
@@ -335,8 +340,9 @@ class Scope:
         d = self._cols.get(col, _ABSENT)
         if d is not _ABSENT and d is not None:
             return d
-        d = self._root.variables.get(col)
-        for part in self.path:
+        root = self._root
+        d = root.variables.get(col)
+        for part in self.path[root.offset :] if root.offset else self.path:
             if d is None:
                 break
             d = d.get(part)
@@ -348,10 +354,11 @@ class Scope:
         d = self._cols.get(col)
         if d is not None and isinstance(d, dict):
             return d
-        d = self._root.variables.get(col)
+        root = self._root
+        d = root.variables.get(col)
         if not isinstance(d, dict):
-            d = self._root.variables[col] = {} if d is None else _thaw(d)
-        for part in self.path:
+            d = root.variables[col] = {} if d is None else _thaw(d)
+        for part in self.path[root.offset :] if root.offset else self.path:
             nxt = d.get(part)
             if not isinstance(nxt, dict):
                 nxt = d[part] = {} if nxt is None else _thaw(nxt)

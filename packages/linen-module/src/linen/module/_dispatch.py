@@ -15,7 +15,7 @@ from typing import Any
 
 from linen.core import _plugins
 
-__all__ = ['invalidate_method_wrappers', 'get_runner', 'MethodCallContext']
+__all__ = ['invalidate_method_wrappers', 'get_runner', 'active_wrappers', 'MethodCallContext']
 
 _generation = [0]
 _chain: contextvars.ContextVar[tuple[int, Any] | None] = contextvars.ContextVar(
@@ -65,6 +65,7 @@ class _Link:
 
 def _compose(wrappers: tuple[Callable, ...]) -> Callable:
     def run(fun, module, method_name, args, kwargs):
+        # (the wrappers tuple is reachable as run.wrappers, see active_wrappers)
         context = MethodCallContext(module, method_name, fun)
 
         def call(*a, **k):
@@ -75,6 +76,7 @@ def _compose(wrappers: tuple[Callable, ...]) -> Callable:
             next_fn = _Link(wrapper, next_fn, context)
         return next_fn(*args, **kwargs)
 
+    run.wrappers = wrappers  # type: ignore[attr-defined]
     return run
 
 
@@ -85,6 +87,12 @@ def _build() -> Callable | None:
         return None
     wrappers = tuple(w for w in _plugins.call_hook('linen_method_wrapper') if w is not None)
     return _compose(wrappers) if wrappers else None
+
+
+def active_wrappers() -> tuple[Callable, ...]:
+    """The wrappers active in this context (a cache key for tracing transforms)."""
+    runner = get_runner()
+    return () if runner is None else runner.wrappers  # type: ignore[attr-defined]
 
 
 def get_runner() -> Callable | None:

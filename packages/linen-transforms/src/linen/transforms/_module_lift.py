@@ -1,0 +1,94 @@
+"""Applying lifted transforms to Module classes and to Module methods.
+
+``nn.vmap(Dense, ...)`` makes a subclass (``VmapDense``) whose chosen methods
+run their base implementation under the transform; ``@nn.remat`` above a method
+does the same for one method. In both cases the method runs on a clone of the
+module bound to the transform's inner scope, through the ordinary dispatcher.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from linen.core import errors
+from linen.module import Module
+from linen.module._module import _call_wrapped_method
+
+# make_lifted(body) -> lifted(scope, *args, **kwargs); body(scope, *args, **kwargs)
+MakeLifted = Callable[[Callable], Callable]
+
+
+def _mark(fn: Callable) -> Callable:
+    # The dispatcher must not wrap these: the call inside the transform goes
+    # through it, on the clone.
+    fn.method_handler_wrapped = True  # type: ignore[attr-defined]
+    return fn
+
+
+def lift_method(fn: Callable, make_lifted: MakeLifted) -> Callable:
+    """A method decorator: ``fn`` runs under the transform ``make_lifted`` builds."""
+    is_compact = bool(getattr(fn, 'compact', False))
+    method_name = getattr(fn, '__name__', 'method')
+
+    @functools.wraps(fn)
+    def lifted(self, *args, **kwargs):
+        scope = self.scope
+        if scope is None:
+            raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
+
+        def body(inner_scope, *a, **k):
+            clone = self.clone(parent=inner_scope)
+            return _call_wrapped_method(clone, fn, method_name, is_compact, a, k)
+
+        return make_lifted(body)(scope, *args, **kwargs)
+
+    return _mark(lifted)
+
+
+def lift_class(
+    transform_name: str,
+    cls: type,
+    make_lifted: MakeLifted,
+    methods: Sequence[str] | None = None,
+) -> type:
+    """A subclass of ``cls`` whose ``methods`` (default ``__call__``) run under the transform."""
+    if not (isinstance(cls, type) and issubclass(cls, Module)):
+        raise errors.TransformTargetError(cls)
+    attrs: dict[str, Any] = {}
+    for method_name in methods or ('__call__',):
+        orig = getattr(cls, method_name)
+        attrs[method_name] = _class_method(orig, method_name, make_lifted)
+    attrs['__module__'] = cls.__module__
+    attrs['__qualname__'] = f'{transform_name}{cls.__qualname__}'
+    return type(f'{transform_name}{cls.__name__}', (cls,), attrs)
+
+
+def _class_method(orig: Callable, method_name: str, make_lifted: MakeLifted) -> Callable:
+    @functools.wraps(orig)
+    def lifted(self, *args, **kwargs):
+        scope = self.scope
+        if scope is None:
+            raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
+
+        def body(inner_scope, *a, **k):
+            return orig(self.clone(parent=inner_scope), *a, **k)
+
+        return make_lifted(body)(scope, *args, **kwargs)
+
+    return _mark(lifted)
+
+
+def lift(
+    transform_name: str,
+    target: Any,
+    make_lifted: MakeLifted,
+    methods: Sequence[str] | None = None,
+) -> Any:
+    """Dispatch on the target: a Module class, or a method (decorator use)."""
+    if isinstance(target, type):
+        return lift_class(transform_name, target, make_lifted, methods)
+    if callable(target):
+        return lift_method(target, make_lifted)
+    raise errors.TransformTargetError(target)

@@ -1,0 +1,68 @@
+"""Lifted ``remat`` (``checkpoint``) and ``remat_scan``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+
+from linen.transforms import _pack
+from linen.transforms.errors import TransformArgumentError
+
+
+def split_static(args: tuple, static_argnums: Sequence[int]) -> tuple[tuple, dict[int, Any]]:
+    """``(dynamic args, {index: static arg})``; negative indices count from the end."""
+    n = len(args)
+    static_idx = {i % n for i in static_argnums if -n <= i < n} if n else set()
+    dynamic = tuple(a for i, a in enumerate(args) if i not in static_idx)
+    return dynamic, {i: args[i] for i in static_idx}
+
+
+def merge_static(dynamic: tuple, static: dict[int, Any]) -> tuple:
+    out, it = [], iter(dynamic)
+    for i in range(len(dynamic) + len(static)):
+        out.append(static[i] if i in static else next(it))
+    return tuple(out)
+
+
+def checkpoint(
+    fn: Callable,
+    prevent_cse: bool = True,
+    static_argnums: int | Sequence[int] = (),
+    policy: Callable | None = None,
+    concrete: bool = False,
+) -> Callable:
+    """``jax.checkpoint`` of ``fn(scope, *args)``: activations are recomputed on the backward pass.
+
+    ``static_argnums`` index the arguments after the scope (as a module's caller
+    sees them: ``module(x, train)`` -> ``train`` is 1).
+    """
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    if concrete:
+        raise TransformArgumentError(
+            'remat(concrete=True) is not supported: JAX removed concrete checkpointing. '
+            'Mark the Python-control-flow arguments static with `static_argnums=` instead.'
+        )
+
+    def wrapper(scope, *args, **kwargs):
+        variables = _pack.gather_variables(scope)
+        keys, paths = _pack.rng_keys(scope)
+        dynamic, static = split_static(args, static_argnums)
+
+        def inner(variables, keys, dynamic):
+            inner_scope = _pack.make_inner_scope(scope, variables, _pack.streams(keys, paths))
+            y = fn(inner_scope, *merge_static(dynamic, static), **kwargs)
+            return y, _pack.inner_mutated(inner_scope, ())
+
+        y, mutated = jax.checkpoint(inner, prevent_cse=prevent_cse, policy=policy)(
+            variables, keys, dynamic
+        )
+        _pack.write_back(scope, mutated)
+        return y
+
+    return wrapper
+
+
+remat = checkpoint

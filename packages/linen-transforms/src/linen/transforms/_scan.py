@@ -1,0 +1,202 @@
+"""Lifted ``scan`` over scopes.
+
+``fn(scope, carry, *xs) -> (carry, ys)`` runs once per step. Per collection:
+``variable_broadcast`` collections are shared by every step (initialised once,
+before the loop), ``variable_carry`` collections are threaded from step to step,
+``variable_axes`` collections are stacked along an axis (one slice per step).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from linen.core._filters import Filter, in_filter
+from linen.transforms import _pack
+from linen.transforms.errors import ScanLengthError
+
+
+class _Broadcast:
+    """``in_axes`` marker: pass the argument unchanged to every step."""
+
+    def __repr__(self) -> str:
+        return 'broadcast'
+
+
+broadcast = _Broadcast()
+
+
+def _moveaxis_in(x: Any, axis: int) -> Any:
+    return jax.tree_util.tree_map(lambda a: jnp.moveaxis(a, axis, 0) if axis != 0 else a, x)
+
+
+def _moveaxis_out(x: Any, axis: int) -> Any:
+    return jax.tree_util.tree_map(lambda a: jnp.moveaxis(a, 0, axis) if axis != 0 else a, x)
+
+
+def _per_arg(spec: Any, n: int) -> tuple:
+    if isinstance(spec, (tuple, list)):
+        if len(spec) != n:
+            raise ScanLengthError(f'in_axes has {len(spec)} entries for {n} scanned arguments')
+        return tuple(spec)
+    return (spec,) * n
+
+
+def _scan_length(xs: tuple, axes: tuple, length: int | None) -> int:
+    found = {}
+    for i, (x, ax) in enumerate(zip(xs, axes)):
+        if ax is broadcast:
+            continue
+        for leaf in jax.tree_util.tree_leaves(x):
+            found[f'argument {i}'] = jnp.shape(leaf)[ax]
+    sizes = set(found.values())
+    if length is not None:
+        sizes.add(length)
+    if len(sizes) > 1:
+        raise ScanLengthError(f'lengths differ: {found}' + (f', length={length}' if length else ''))
+    if not sizes:
+        raise ScanLengthError('nothing to scan over and no `length`')
+    return sizes.pop()
+
+
+def _snapshot(counters: dict) -> dict:
+    return copy.deepcopy(counters)
+
+
+def _restore(counters: dict, saved: dict) -> None:
+    counters.clear()
+    counters.update(saved)
+
+
+def scan(
+    fn: Callable,
+    variable_axes: Mapping[Filter, int] | None = None,
+    variable_broadcast: Filter = False,
+    variable_carry: Filter = False,
+    split_rngs: Mapping[Filter, bool] | None = None,
+    in_axes: Any = 0,
+    out_axes: Any = 0,
+    length: int | None = None,
+    reverse: bool = False,
+    unroll: int = 1,
+    data_transform: Callable | None = None,
+    metadata_params: Mapping[Any, Any] | None = None,
+) -> Callable:
+    """``lax.scan`` of ``fn(scope, carry, *xs) -> (carry, ys)`` with per-collection rules."""
+    variable_axes = dict(variable_axes or {})
+    split_rngs = dict(split_rngs or {})
+    axis_filters = tuple(variable_axes.keys())
+    axis_values = tuple(variable_axes.values())
+    # Group order: broadcast, carry, each axis filter, the rest (broadcast too).
+    filters = (variable_broadcast, variable_carry) + axis_filters
+    split_filter = [f for f, do in split_rngs.items() if do]
+    metadata_params = dict(metadata_params or {})
+
+    def wrapper(scope, carry, *xs, **kwargs):
+        in_spec = _per_arg(in_axes, len(xs))
+        n = _scan_length(xs, in_spec, length)
+        groups = _pack.group_variables(_pack.gather_variables(scope), filters)
+        bcast_vars, carry_vars = dict(groups[0]), groups[1]
+        axis_vars = groups[2:-1]
+        rest_vars = groups[-1]
+        axis_vars = tuple(
+            _moveaxis_in(
+                _pack.remove_axis(g, ax, metadata_params) if metadata_params else g, ax
+            )
+            for g, ax in zip(axis_vars, axis_values)
+        )
+        keys, paths = _pack.rng_keys(scope)
+        split = {k: v for k, v in keys.items() if any(in_filter(f, k) for f in split_filter)}
+        fixed_keys = {k: v for k, v in keys.items() if k not in split}
+        mutable = scope._root.mutable
+
+        def run_step(variables, step_keys, c, x_args):
+            inner = _pack.make_inner_scope(
+                scope, variables, _pack.streams({**fixed_keys, **step_keys}, paths)
+            )
+            c, ys = fn(inner, c, *x_args, **kwargs)
+            return inner, c, ys
+
+        # Broadcast collections that the body would create (init) are created once,
+        # outside the loop, from the first step's inputs; the loop then reads them.
+        if any(in_filter(mutable, c) for c in _broadcast_cols(variable_broadcast, mutable)):
+            saved = _snapshot(scope.rng_counters)
+            first = tuple(
+                x if ax is broadcast else jax.tree_util.tree_map(lambda a, ax=ax: jnp.take(a, 0, axis=ax), x)
+                for x, ax in zip(xs, in_spec)
+            )
+            variables = {**bcast_vars, **carry_vars, **rest_vars}
+            for g in axis_vars:
+                variables.update(jax.tree_util.tree_map(lambda a: a[0], g))
+            first_keys = {k: v for k, v in split.items()}
+            inner, _, _ = run_step(variables, first_keys, carry, first)
+            created = _pack.inner_mutated(inner, (variable_broadcast,))[0]
+            bcast_vars.update(created)
+            _restore(scope.rng_counters, saved)
+
+        step_keys = {k: jax.random.split(v, n) for k, v in split.items()}
+        scanned_xs = tuple(
+            None if ax is broadcast else _moveaxis_in(x, ax) for x, ax in zip(xs, in_spec)
+        )
+        bcast_xs = tuple(x if ax is broadcast else None for x, ax in zip(xs, in_spec))
+
+        def body(state, step):
+            carry_vars, c = state
+            axis_slices, keys_i, x_slices = step
+            variables = {**bcast_vars, **rest_vars, **carry_vars}
+            for g in axis_slices:
+                variables.update(g)
+            if data_transform is not None:
+                # e.g. sharding annotations on the per-step variables and keys
+                variables, keys_i = data_transform(variables, keys_i)
+            x_args = tuple(b if s is None else s for b, s in zip(bcast_xs, x_slices))
+            inner, c, ys = run_step(variables, keys_i, c, x_args)
+            out = _pack.inner_mutated(inner, filters)
+            new_carry_vars = out[1]
+            new_axis = out[2:-1]
+            return (new_carry_vars, c), (new_axis, ys)
+
+        (carry_vars, carry), (axis_out, ys) = lax.scan(
+            body,
+            (carry_vars, carry),
+            (axis_vars, step_keys, scanned_xs),
+            length=n,
+            reverse=reverse,
+            unroll=unroll,
+        )
+        axis_out = tuple(
+            _pack.add_axis(_moveaxis_out(g, ax), ax, metadata_params)
+            if metadata_params
+            else _moveaxis_out(g, ax)
+            for g, ax in zip(axis_out, axis_values)
+        )
+        ys = _apply_out_axes(ys, out_axes)
+        groups_out = ({c: v for c, v in bcast_vars.items() if in_filter(mutable, c)}, carry_vars)
+        _pack.write_back(scope, groups_out + axis_out)
+        return carry, ys
+
+    return wrapper
+
+
+def _broadcast_cols(variable_broadcast: Filter, mutable: Filter):
+    """Collection names to test for 'broadcast and mutable' (finite stand-ins for filters)."""
+    if isinstance(variable_broadcast, str):
+        return [variable_broadcast]
+    if isinstance(variable_broadcast, (list, tuple, set, frozenset)):
+        return list(variable_broadcast)
+    if variable_broadcast is True:
+        return ['params']
+    return []
+
+
+def _apply_out_axes(ys: Any, out_axes: Any) -> Any:
+    if isinstance(out_axes, int):
+        return _moveaxis_out(ys, out_axes)
+    if isinstance(out_axes, (tuple, list)) and isinstance(ys, (tuple, list)):
+        return type(ys)(_moveaxis_out(y, ax) for y, ax in zip(ys, out_axes))
+    return _moveaxis_out(ys, out_axes)

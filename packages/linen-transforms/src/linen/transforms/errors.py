@@ -1,0 +1,41 @@
+"""Errors of linen-transforms (they derive from ``linen.core.errors.LinenError``)."""
+
+from __future__ import annotations
+
+from linen.core.errors import LinenError
+
+__all__ = ['TransformAxisSizeError', 'ScanLengthError', 'TransformArgumentError']
+
+
+class TransformAxisSizeError(LinenError, ValueError):
+    """A mapped transform cannot tell its axis size (needed to split rng streams).
+
+    >>> nn.vmap(Dense, in_axes=None, split_rngs={'params': True})  # doctest: +SKIP
+    """
+
+    def __init__(self, transform: str):
+        super().__init__(
+            f'{transform} cannot infer the axis size: no argument is mapped, yet rng streams '
+            f'must be split per slice. Pass `axis_size=` to nn.{transform}.'
+        )
+
+
+class ScanLengthError(LinenError, ValueError):
+    """``scan`` got inputs whose scanned axes differ in length, or no length at all."""
+
+    def __init__(self, detail: str):
+        super().__init__(
+            f'scan: {detail}. Every scanned input must have the same length along its '
+            '`in_axes` axis; pass `length=` when nothing is scanned.'
+        )
+
+
+class TransformArgumentError(LinenError, ValueError):
+    """A lifted transform got an argument specification it cannot use."""
+
+    def __init__(self, msg: str):
+        super().__init__(msg)
+
+
+for _cls in (TransformAxisSizeError, ScanLengthError, TransformArgumentError):
+    _cls.__module__ = __name__
