@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 default_kernel_init = initializers.lecun_normal()
-# Flax's embedding init: unit-variance rows, fan computed over the feature axis.
+# Flax's embedding init: normal with variance 1 / features (the fan is the feature axis).
 default_embed_init = initializers.variance_scaling(1.0, 'fan_in', 'normal', out_axis=0)
 
 Array = jax.Array
@@ -709,7 +709,7 @@ class Embed(Module):
       features: the size of each vector.
       dtype: the dtype of the output (default: ``param_dtype``).
       param_dtype: the dtype of the table.
-      embedding_init: initializer of the table (unit-variance normal by default).
+      embedding_init: initializer of the table (normal, variance ``1 / features``).
       promote_dtype: as in :class:`Dense`.
 
     >>> import jax, jax.numpy as jnp
