@@ -171,6 +171,20 @@ def _map_submodules(value: Any, fn: Callable[[str, Any], Any], suffix: str = '')
     return value
 
 
+def _name_taken(parent: Module, pstate: ModuleState, name: str) -> bool:
+    """Whether a new submodule of ``parent`` may not be called ``name``.
+
+    The scope's reservations hold the names claimed during the current call of
+    a compact method (they are cleared after it); a submodule that an earlier
+    call of the compact method made is made again under its old name, as in Flax.
+    """
+    if name in parent.scope.reservations:
+        return True
+    if name not in pstate.children:
+        return False
+    return not (pstate.in_compact_method and name in pstate.compact_children)
+
+
 def _is_namedtuple(x) -> bool:
     return isinstance(x, tuple) and hasattr(x, '_fields')
 
@@ -252,18 +266,20 @@ class Module:
             prefix = type(self).__name__
             cursor = pstate.autoname_cursor.get(prefix, 0)
             name = f'{prefix}_{cursor}'
-            while name in pstate.children or name in parent.scope.reservations:
+            while _name_taken(parent, pstate, name):
                 cursor += 1
                 name = f'{prefix}_{cursor}'
             pstate.autoname_cursor[prefix] = cursor + 1
             d['name'] = name
-        elif name in pstate.children:
+        elif _name_taken(parent, pstate, name):
             raise errors.NameInUseError('submodule', name, type(parent).__name__)
         if not isinstance(name, str):
             raise errors.LinenError(
                 f'Module names must be strings, got {name!r} for {type(self).__name__}.'
             )
         pstate.children[name] = self
+        if pstate.in_compact_method:
+            pstate.compact_children.add(name)
         d['scope'] = parent.scope.push(name, reuse=pstate.in_compact_method)
 
     # -- attributes ------------------------------------------------------------

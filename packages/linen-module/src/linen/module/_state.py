@@ -8,7 +8,14 @@ import threading
 class ModuleState:
     """Where a module instance is in its life: setup done, inside compact, names used."""
 
-    __slots__ = ('in_setup', 'setup_called', 'in_compact_method', 'autoname_cursor', 'children')
+    __slots__ = (
+        'in_setup',
+        'setup_called',
+        'in_compact_method',
+        'autoname_cursor',
+        'children',
+        'compact_children',
+    )
 
     def __init__(self) -> None:
         self.in_setup = False
@@ -17,6 +24,9 @@ class ModuleState:
         self.autoname_cursor: dict[str, int] = {}
         # name -> submodule, or the collection name of a variable
         self.children: dict[str, object] = {}
+        # names of submodules made inline by a @compact method: a later call of
+        # that method makes them again under the same names (shared variables).
+        self.compact_children: set[str] = set()
 
     def reset_compact(self) -> None:
         self.in_compact_method = False
