@@ -1,0 +1,338 @@
+"""The measures of issue 7, each producing one or more :class:`Row`."""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import os
+import pstats
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+
+from benchmarks._bench import Bench
+from benchmarks._hlo import summarize
+from benchmarks._rows import Row, human_seconds, unavailable_cell
+from benchmarks._timing import median, per_call, timed
+
+BASELINE = 'jax'
+# One untimed round before timing (JAX compiles each primitive's eager kernel once).
+WARMUP = True
+
+
+def _fill_unavailable(bench: Bench, row: Row, model: str | None) -> None:
+    for peer in bench.peers:
+        if peer.name in row.cells:
+            continue
+        reason = bench.unavailable.get((peer.name, None))
+        if reason is None and model is not None:
+            reason = bench.reason(peer.name, model)
+        row.cells[peer.name] = unavailable_cell(reason or 'not measured')
+        row.medians[peer.name] = None
+        row.ratios[peer.name] = None
+
+
+def _sample_peers(
+    bench: Bench, model: str, sample: Callable[[str], float], reps: int
+) -> dict[str, list[float]]:
+    """Interleaved repetitions of ``sample`` over the peers that have ``model``.
+
+    A peer whose sample raises (linen only; others re-raise) drops out of the row.
+    """
+    names = bench.available(model)
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    for rep in range(reps):
+        shift = rep % len(names) if names else 0
+        for name in names[shift:] + names[:shift]:
+            if name not in samples:
+                continue
+            try:
+                samples[name].append(sample(name))
+            except Exception as exc:
+                bench.mark_unavailable(name, model, exc)
+                del samples[name]
+    return samples
+
+
+def _ratio_row(
+    bench: Bench,
+    row: Row,
+    model: str,
+    sample: Callable[[str], float],
+    reps: int,
+    warmup: bool = True,
+) -> Row:
+    """Fill ``row`` with medians of ``sample`` and their ratios to pure JAX."""
+    if warmup and WARMUP:
+        _sample_peers(bench, model, sample, 1)
+    samples = _sample_peers(bench, model, sample, reps)
+    base = median(samples[BASELINE]) if samples.get(BASELINE) else None
+    for name, values in samples.items():
+        m = median(values)
+        row.samples[name] = values
+        row.medians[name] = m
+        row.ratios[name] = m / base if base else None
+        ratio = f'×{m / base:.2f}' if base else '—'
+        row.cells[name] = f'{ratio} ({human_seconds(m)})'
+    _fill_unavailable(bench, row, model)
+    return row
+
+
+# 1. import ---------------------------------------------------------------------------
+
+_IMPORT_SCRIPT = """
+import time
+import jax
+t0 = time.perf_counter()
+{stmt}
+print(time.perf_counter() - t0)
+"""
+
+_IMPORT_JAX_SCRIPT = """
+import time
+t0 = time.perf_counter()
+import jax
+print(time.perf_counter() - t0)
+"""
+
+
+def _run_import(script: str) -> float:
+    env = dict(os.environ, JAX_PLATFORMS=os.environ.get('JAX_PLATFORMS', 'cpu'))
+    proc = subprocess.run(
+        [sys.executable, '-c', script], capture_output=True, text=True, env=env, check=False
+    )
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or [f'exit status {proc.returncode}'])[-1]
+        raise ImportError(last)
+    return float(proc.stdout.strip().splitlines()[-1])
+
+
+def measure_import(bench: Bench, reps: int) -> Row:
+    """Seconds a fresh process spends importing each library after ``import jax``."""
+    row = Row(
+        'import',
+        'import, seconds over `import jax` (fresh process)',
+        '≤ +0.15, plugin discovery included',
+        's',
+    )
+    scripts = {
+        p.name: _IMPORT_JAX_SCRIPT
+        if p.import_stmt is None
+        else _IMPORT_SCRIPT.format(stmt=p.import_stmt)
+        for p in bench.peers
+    }
+    names = list(scripts)
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    failures: dict[str, str] = {}
+    for rep in range(reps):
+        shift = rep % len(names)
+        for name in names[shift:] + names[:shift]:
+            if name in failures:
+                continue
+            try:
+                samples[name].append(_run_import(scripts[name]))
+            except ImportError as exc:
+                failures[name] = str(exc)
+    for name in names:
+        if name in failures:
+            row.cells[name] = unavailable_cell(failures[name])
+            row.medians[name] = None
+            continue
+        m = median(samples[name])
+        row.samples[name] = samples[name]
+        row.medians[name] = m
+        row.cells[name] = f'`import jax` = {m:.2f} s' if name == BASELINE else f'+{m:.2f} s'
+    return row
+
+
+# 2. trace ----------------------------------------------------------------------------
+
+
+def _trace_once(bench: Bench, peer: str, model: str) -> None:
+    apply = bench.impls[peer][model].apply
+    # A fresh function object each time, so no tracing cache can answer.
+    jax.make_jaxpr(lambda p, x: apply(p, x))(bench.params[peer][model], bench.inputs[model])
+
+
+def measure_trace(bench: Bench, model: str, label: str, target: str, reps: int) -> Row:
+    row = Row(f'trace_{model}', label, target, 's', chart=True)
+    return _ratio_row(
+        bench, row, model, lambda peer: timed(lambda: _trace_once(bench, peer, model)), reps
+    )
+
+
+def measure_trace_calls(
+    bench: Bench, model: str, label: str, profile_dir: Path | None = None
+) -> Row:
+    """Python function calls during one trace (cProfile): a noise-free companion."""
+    row = Row(f'pycalls_trace_{model}', label, 'fewer is better', 'calls', chart=True)
+
+    def count(peer: str) -> float:
+        _trace_once(bench, peer, model)  # warm JAX's own caches first, as in the timing
+        prof = cProfile.Profile()
+        prof.enable()
+        _trace_once(bench, peer, model)
+        prof.disable()
+        stats = pstats.Stats(prof)
+        if profile_dir is not None:
+            buf = io.StringIO()
+            stats.stream = buf
+            stats.sort_stats('tottime').print_stats(20)
+            stats.sort_stats('cumulative').print_stats(20)
+            (profile_dir / f'trace_{model}_{peer}.txt').write_text(buf.getvalue())
+        return float(stats.total_calls)
+
+    samples = _sample_peers(bench, model, count, 1)
+    base = samples.get(BASELINE, [None])[0]
+    for name, (calls,) in samples.items():
+        row.samples[name] = [calls]
+        row.medians[name] = calls
+        row.ratios[name] = calls / base if base else None
+        ratio = f'×{calls / base:.2f}' if base else '—'
+        row.cells[name] = f'{ratio} ({int(calls):,} calls)'
+    _fill_unavailable(bench, row, model)
+    return row
+
+
+# 3. init -----------------------------------------------------------------------------
+
+
+def measure_init_eager(bench: Bench, model: str, label: str, reps: int) -> Row:
+    row = Row(f'init_eager_{model}', label, '—', 's', chart=True)
+
+    def sample(peer: str) -> float:
+        init = bench.impls[peer][model].init
+        return timed(lambda: jax.block_until_ready(init(bench.key, bench.inputs[model])))
+
+    return _ratio_row(bench, row, model, sample, reps)
+
+
+def measure_init_jit_first(bench: Bench, model: str, label: str, reps: int) -> Row:
+    """First call of ``jax.jit(init)``: trace, compile and run, with nothing cached."""
+    row = Row(f'init_jit_first_{model}', label, '—', 's', chart=True)
+
+    def sample(peer: str) -> float:
+        init = bench.impls[peer][model].init
+        fresh = jax.jit(lambda k, x: init(k, x))
+        return timed(lambda: jax.block_until_ready(fresh(bench.key, bench.inputs[model])))
+
+    return _ratio_row(bench, row, model, sample, reps)
+
+
+# 4. per-call overheads ---------------------------------------------------------------
+
+
+def measure_apply_eager(
+    bench: Bench, model: str, label: str, target: str, reps: int, calls: int
+) -> Row:
+    row = Row(f'apply_eager_{model}', label, target, 's', chart=True)
+
+    def sample(peer: str) -> float:
+        apply = bench.impls[peer][model].apply
+        p, x = bench.params[peer][model], bench.inputs[model]
+        return per_call(lambda: jax.block_until_ready(apply(p, x)), calls)
+
+    return _ratio_row(bench, row, model, sample, reps)
+
+
+def measure_apply_jit_dispatch(bench: Bench, model: str, label: str, reps: int, calls: int) -> Row:
+    """Per-call time of an already compiled ``jax.jit(apply)``, results not awaited."""
+    row = Row(f'apply_jit_{model}', label, '—', 's', chart=True)
+    jitted = {}
+
+    def sample(peer: str) -> float:
+        if peer not in jitted:
+            jitted[peer] = jax.jit(bench.impls[peer][model].apply)
+        f, p, x = jitted[peer], bench.params[peer][model], bench.inputs[model]
+        jax.block_until_ready(f(p, x))
+        t = per_call(lambda: f(p, x), calls)
+        jax.block_until_ready(f(p, x))
+        return t
+
+    return _ratio_row(bench, row, model, sample, reps)
+
+
+# 5. compiled program -----------------------------------------------------------------
+
+
+def measure_hlo(bench: Bench, model: str, label: str, hlo_dir: Path | None = None) -> Row:
+    """Optimized HLO of ``jax.jit(apply)``: size, and structural identity with pure JAX."""
+    row = Row(f'hlo_{model}', label, 'identical', 'instructions')
+    summaries = {}
+    for peer in bench.available(model):
+        apply = bench.impls[peer][model].apply
+        try:
+            text = (
+                jax.jit(apply)
+                .lower(bench.params[peer][model], bench.inputs[model])
+                .compile()
+                .as_text()
+            )
+        except Exception as exc:
+            bench.mark_unavailable(peer, model, exc)
+            continue
+        if hlo_dir is not None:
+            (hlo_dir / f'{model}_{peer}.hlo.txt').write_text(text)
+        summaries[peer] = summarize(text)
+    base = summaries.get(BASELINE)
+    for peer, s in summaries.items():
+        row.medians[peer] = float(s.instructions)
+        same = base is not None and s.fingerprint == base.fingerprint
+        verdict = 'baseline' if peer == BASELINE else ('identical' if same else 'differs')
+        row.cells[peer] = f'{verdict}, {s.instructions} instr.'
+        row.extra[peer] = {
+            'identical_to_jax': same,
+            'instructions': s.instructions,
+            'entry_instructions': s.entry_instructions,
+            'fingerprint': s.fingerprint,
+            'opcodes': dict(s.opcodes),
+        }
+    _fill_unavailable(bench, row, model)
+    return row
+
+
+def measure_step(bench: Bench, model: str, label: str, reps: int, calls: int) -> Row:
+    """Run time of the compiled apply, each call awaited."""
+    row = Row(f'step_{model}', label, '1.00 ± noise', 's', chart=True)
+    compiled = {}
+
+    def sample(peer: str) -> float:
+        p, x = bench.params[peer][model], bench.inputs[model]
+        if peer not in compiled:
+            compiled[peer] = jax.jit(bench.impls[peer][model].apply).lower(p, x).compile()
+        f = compiled[peer]
+        return per_call(lambda: jax.block_until_ready(f(p, x)), calls)
+
+    return _ratio_row(bench, row, model, sample, reps)
+
+
+# 6. compile time, scanned vs unrolled ------------------------------------------------
+
+
+def measure_compile(bench: Bench, model: str, label: str, reps: int) -> Row:
+    """``jax.jit(apply).lower(...).compile()`` of a fresh function: what a first call waits for."""
+    row = Row(f'compile_{model}', label, '—', 's', chart=True)
+
+    def sample(peer: str) -> float:
+        apply = bench.impls[peer][model].apply
+        p, x = bench.params[peer][model], bench.inputs[model]
+        fresh = jax.jit(lambda q, y: apply(q, y))
+        return timed(lambda: fresh.lower(p, x).compile())
+
+    # No warm-up round: compiling is slow and JAX caches nothing across fresh functions.
+    return _ratio_row(bench, row, model, sample, reps, warmup=False)
+
+
+def unrolled_over_scanned(bench: Bench, scan: Row, unrolled: Row) -> Row:
+    row = Row('compile_unrolled_over_scan', 'compile, unrolled ÷ scanned (same library)', '—', '×')
+    for peer in bench.peers:
+        a, b = unrolled.medians.get(peer.name), scan.medians.get(peer.name)
+        if a is None or b is None:
+            continue
+        row.medians[peer.name] = a / b
+        row.cells[peer.name] = f'×{a / b:.2f}'
+    _fill_unavailable(bench, row, 'scan')
+    return row

@@ -1,0 +1,134 @@
+"""Run the benchmarks: ``python -m benchmarks.run [--smoke] [--out bench-out]``.
+
+Writes ``results.md``, ``results.json``, ``ratios.png``, the optimized HLO of every
+compared program (``hlo/``) and cProfile listings of each trace (``profiles/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from pathlib import Path
+
+from benchmarks import _measures as m
+from benchmarks._bench import build
+from benchmarks._peers import PEER_NAMES, PEERS
+from benchmarks._report import environment, write
+from benchmarks._sizes import FULL, SMOKE
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """Repetitions per measure; the full plan fits in 15 minutes on 2 cores."""
+
+    reps: int
+    import_reps: int
+    compile_reps: int
+    eager_calls: int
+    step_calls: int
+    warmup: bool = True
+
+
+FULL_PLAN = Plan(reps=7, import_reps=5, compile_reps=3, eager_calls=200, step_calls=50)
+# The smoke run only proves the code paths work: no warm-up round, one of everything.
+SMOKE_PLAN = Plan(reps=1, import_reps=1, compile_reps=1, eager_calls=2, step_calls=2, warmup=False)
+
+
+def run(out: Path, smoke: bool = False, peers: tuple[str, ...] = PEER_NAMES, log=print):
+    """Run every measure and write the results; returns the list of rows."""
+    start = time.perf_counter()
+    sizes, plan = (SMOKE, SMOKE_PLAN) if smoke else (FULL, FULL_PLAN)
+    selected = tuple(p for p in PEERS if p.name in peers or p.name == 'jax')
+    out.mkdir(parents=True, exist_ok=True)
+    hlo_dir, profile_dir = out / 'hlo', out / 'profiles'
+    hlo_dir.mkdir(exist_ok=True)
+    profile_dir.mkdir(exist_ok=True)
+
+    def step(what):
+        log(f'[{time.perf_counter() - start:6.1f} s] {what}')
+
+    m.WARMUP = plan.warmup
+    step('building models')
+    bench = build(sizes, selected)
+    s = sizes
+    mlp = f'{s.mlp_depth}-layer MLP (width {s.mlp_width})'
+    tf = f'{s.tf_blocks}-block transformer (width {s.tf_width}, {s.tf_heads} heads, seq {s.tf_seq})'
+    tiny = f'tiny MLP (2 layers, width {s.tiny_width}, batch {s.tiny_batch})'
+    res = f'{s.res_blocks} residual blocks (width {s.res_width})'
+    rows = []
+
+    step('import')
+    rows.append(m.measure_import(bench, plan.import_reps))
+    step('trace')
+    rows.append(m.measure_trace(bench, 'mlp', f'trace, {mlp}', '≤ ×1.3', plan.reps))
+    rows.append(m.measure_trace(bench, 'transformer', f'trace, {tf}', '≤ ×1.3', plan.reps))
+    step('python calls per trace')
+    rows.append(m.measure_trace_calls(bench, 'mlp', f'Python calls per trace, {mlp}', profile_dir))
+    rows.append(
+        m.measure_trace_calls(bench, 'transformer', f'Python calls per trace, {tf}', profile_dir)
+    )
+    step('init')
+    rows.append(m.measure_init_eager(bench, 'mlp', f'eager init, {mlp}', plan.reps))
+    rows.append(
+        m.measure_init_jit_first(bench, 'mlp', f'first call of jit(init), {mlp}', plan.compile_reps)
+    )
+    rows.append(
+        m.measure_init_jit_first(
+            bench, 'transformer', f'first call of jit(init), {tf}', plan.compile_reps
+        )
+    )
+    step('per-call overheads')
+    rows.append(
+        m.measure_apply_eager(
+            bench, 'tiny', f'eager apply per call, {tiny}', '≤ ×2.0', plan.reps, plan.eager_calls
+        )
+    )
+    rows.append(
+        m.measure_apply_jit_dispatch(
+            bench, 'tiny', f'jitted dispatch per call, {tiny}', plan.reps, plan.eager_calls
+        )
+    )
+    step('compiled programs')
+    for model, label in (('tiny', tiny), ('mlp', mlp), ('transformer', tf)):
+        rows.append(m.measure_hlo(bench, model, f'optimized HLO vs pure JAX, {label}', hlo_dir))
+    rows.append(m.measure_step(bench, 'mlp', f'compiled step, {mlp}', plan.reps, plan.step_calls))
+    rows.append(
+        m.measure_step(bench, 'transformer', f'compiled step, {tf}', plan.reps, plan.step_calls)
+    )
+    step('compile, scanned vs unrolled')
+    scan = m.measure_compile(bench, 'scan', f'compile, {res} scanned', plan.compile_reps)
+    unrolled = m.measure_compile(bench, 'unrolled', f'compile, {res} unrolled', plan.compile_reps)
+    rows += [scan, unrolled, m.unrolled_over_scanned(bench, scan, unrolled)]
+
+    wall = time.perf_counter() - start
+    meta = {
+        'mode': 'smoke' if smoke else 'full',
+        'reps': plan.reps,
+        'plan': dataclasses.asdict(plan),
+        'sizes': dataclasses.asdict(sizes),
+        'environment': environment(),
+        'wall_s': wall,
+        'unavailable': {f'{p}/{mod or "*"}': r for (p, mod), r in bench.unavailable.items()},
+    }
+    table = write(out, rows, selected, meta)
+    step(f'wrote {out}/results.md, results.json, ratios.png')
+    log(table)
+    return rows
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--out', type=Path, default=Path('bench-out'), help='output folder')
+    parser.add_argument('--smoke', action='store_true', help='tiny sizes, one repetition')
+    parser.add_argument(
+        '--peers',
+        default=','.join(PEER_NAMES),
+        help='comma list of columns (pure JAX is always measured)',
+    )
+    args = parser.parse_args(argv)
+    run(args.out, smoke=args.smoke, peers=tuple(args.peers.split(',')))
+
+
+if __name__ == '__main__':
+    main()
