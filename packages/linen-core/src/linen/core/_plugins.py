@@ -108,7 +108,7 @@ def _load() -> None:
         dist = ep.dist.name if getattr(ep, 'dist', None) is not None else '<unknown>'
         try:
             plugin = ep.load()
-        except Exception as exc:  # noqa: BLE001 - reported, with the plugin's name
+        except Exception as exc:
             _load_errors.append(PluginLoadError(ep.name, dist, exc))
             continue
         _register(plugin, ep.name, dist)
@@ -123,7 +123,7 @@ def _register(plugin: Any, name: str, distribution: str) -> None:
     try:
         _on_register(plugin, pm)
         pm.register(plugin, name=name)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         _load_errors.append(PluginLoadError(name, distribution, exc))
         return
     _distributions[name] = distribution
@@ -211,7 +211,7 @@ def _find_raising_impl(hook, kwargs) -> Any:
         args = {k: kwargs[k] for k in impl.argnames if k in kwargs}
         try:
             impl.function(**args)
-        except Exception:  # noqa: BLE001
+        except Exception:
             return impl.plugin
     return None
 

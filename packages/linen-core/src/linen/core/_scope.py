@@ -71,9 +71,7 @@ def _init_shapes(init_fn: Callable, init_args: tuple, init_kwargs: dict) -> list
         shapes = _SHAPE_CACHE.get(cache_key)
         if shapes is not None:
             return shapes
-    abstract = jax.eval_shape(
-        lambda k: init_fn(k, *init_args, **init_kwargs), _abstract_key()
-    )
+    abstract = jax.eval_shape(lambda k: init_fn(k, *init_args, **init_kwargs), _abstract_key())
     shapes = [tuple(np.shape(leaf)) for leaf in jax.tree_util.tree_leaves(abstract)]
     if cache_key is not None:
         if len(_SHAPE_CACHE) >= _SHAPE_CACHE_LIMIT:
@@ -476,9 +474,7 @@ class Scope:
     def mutable_variables(self) -> dict[str, Any]:
         """The collections this binding may mutate, as plain dicts."""
         mutable = self._root.mutable
-        return {
-            col: _thaw(v) for col, v in self._root.variables.items() if in_filter(mutable, col)
-        }
+        return {col: _thaw(v) for col, v in self._root.variables.items() if in_filter(mutable, col)}
 
 
 def _thaw(x: Any) -> Any:
@@ -508,9 +504,7 @@ def bind(
     """A root scope over ``variables``; mutable collections are copied, never mutated in place."""
     _check_variables(variables)
     streams = {k: RngStream(v) for k, v in check_rngs(rngs).items()}
-    own = {
-        col: (_thaw(v) if in_filter(mutable, col) else v) for col, v in variables.items()
-    }
+    own = {col: (_thaw(v) if in_filter(mutable, col) else v) for col, v in variables.items()}
     flags = dict(flags or {})
     # Read the global flag once per binding, not per parameter: config.update
     # then takes effect on the next init/apply.

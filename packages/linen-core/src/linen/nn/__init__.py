@@ -93,8 +93,11 @@ def __dir__() -> list[str]:
 def _missing_message(name: str) -> str:
     dist = PROVIDED_BY.get(name)
     if dist is not None:
-        broken = [e for e in _plugins.load_errors() if isinstance(e, PluginLoadError)
-                  and e.distribution == dist]
+        broken = [
+            e
+            for e in _plugins.load_errors()
+            if isinstance(e, PluginLoadError) and e.distribution == dist
+        ]
         if broken:
             return f'linen.nn.{name} is provided by {dist}, which failed to load: {broken[0]}'
         extra = dist.removeprefix('linen-')

@@ -165,9 +165,7 @@ def _map_submodules(value: Any, fn: Callable[[str, Any], Any], suffix: str = '')
         items = [_map_submodules(v, fn, f'{suffix}_{i}') for i, v in enumerate(value)]
         return tuple(items)
     if isinstance(value, Mapping) and not isinstance(value, Scope):
-        return type(value)(
-            {k: _map_submodules(v, fn, f'{suffix}_{k}') for k, v in value.items()}
-        )  # type: ignore[call-arg]
+        return type(value)({k: _map_submodules(v, fn, f'{suffix}_{k}') for k, v in value.items()})  # type: ignore[call-arg]
     return value
 
 
@@ -355,9 +353,7 @@ class Module:
                 if key not in cache:
                     cache[key] = module.clone(parent=None, name=None, _deep_clone=True)
                 module = cache[key]
-            if module.__dict__['name'] is None and (
-                module.parent is None or module.parent is self
-            ):
+            if module.__dict__['name'] is None and (module.parent is None or module.parent is self):
                 module.__dict__['parent'] = self
                 module.__dict__['name'] = f'{name}{suffix}'
                 queue.append(module)
@@ -389,8 +385,13 @@ class Module:
         return scope.param(name, init_fn, *init_args, unbox=unbox, **init_kwargs)
 
     def variable(
-        self, col: str, name: str, init_fn: Callable | None = None, *init_args,
-        unbox: bool = True, **init_kwargs,
+        self,
+        col: str,
+        name: str,
+        init_fn: Callable | None = None,
+        *init_args,
+        unbox: bool = True,
+        **init_kwargs,
     ) -> Variable:
         """A :class:`Variable` of collection ``col``, created with ``init_fn(*init_args)``."""
         scope = self._bound_scope(f'create variable "{col}/{name}"')
@@ -468,7 +469,11 @@ class Module:
     # -- cloning and binding -----------------------------------------------------
 
     def clone(
-        self, *, parent: Any = None, _deep_clone: bool = False, _reset_names: bool = False,
+        self,
+        *,
+        parent: Any = None,
+        _deep_clone: bool = False,
+        _reset_names: bool = False,
         **updates: Any,
     ) -> Module:
         """A new unbound (or re-parented) instance with the same fields, updated by ``updates``."""
@@ -479,9 +484,11 @@ class Module:
                 if _might_hold_modules(value):
                     attrs[key] = _map_submodules(
                         value,
-                        lambda _, m: m.clone(parent=None, _deep_clone=True)
-                        if m.parent is None or isinstance(m.parent, Scope) or m.scope is None
-                        else m,
+                        lambda _, m: (
+                            m.clone(parent=None, _deep_clone=True)
+                            if m.parent is None or isinstance(m.parent, Scope) or m.scope is None
+                            else m
+                        ),
                     )
                     if isinstance(value, list):
                         attrs[key] = list(attrs[key])
@@ -578,13 +585,21 @@ class Module:
     ) -> dict:
         """Fresh variables for this module: ``{collection: {...}}``."""
         return self.init_with_output(
-            rngs, *args, method=method, mutable=mutable,
-            capture_intermediates=capture_intermediates, **kwargs,
+            rngs,
+            *args,
+            method=method,
+            mutable=mutable,
+            capture_intermediates=capture_intermediates,
+            **kwargs,
         )[1]
 
     def lazy_init(
-        self, rngs: Any, *args, method: Any = None,
-        mutable: Filter = DenyList('intermediates'), **kwargs,
+        self,
+        rngs: Any,
+        *args,
+        method: Any = None,
+        mutable: Filter = DenyList('intermediates'),
+        **kwargs,
     ):
         """Variables' shapes and dtypes only (inputs may be ``jax.ShapeDtypeStruct``)."""
         scope_fn = self._scope_fn(method, False)
@@ -658,9 +673,7 @@ def _check_single_compact(cls: type) -> None:
 def _module_repr(module: Module, indent: int = 0) -> str:
     pad = '    '
     cls = type(module)
-    fields = [
-        f for f in dataclasses.fields(module) if f.name not in ('parent',) and f.repr
-    ]
+    fields = [f for f in dataclasses.fields(module) if f.name not in ('parent',) and f.repr]
     lines = [f'{cls.__name__}(']
     attrs = []
     for f in fields:
@@ -675,9 +688,12 @@ def _module_repr(module: Module, indent: int = 0) -> str:
         lines.append(f'{pad}# attributes')
         lines.extend(attrs)
     children = [
-        (k, v) for k, v in module.__dict__.items()
-        if k not in cls._field_names and not k.startswith('_')  # type: ignore[attr-defined]
-        and k not in ('parent', 'name', 'scope') and isinstance(v, Module)
+        (k, v)
+        for k, v in module.__dict__.items()
+        if k not in cls._field_names
+        and not k.startswith('_')  # type: ignore[attr-defined]
+        and k not in ('parent', 'name', 'scope')
+        and isinstance(v, Module)
     ]
     if children:
         lines.append(f'{pad}# children')
@@ -776,8 +792,7 @@ def merge_param(name: str, a: Any, b: Any) -> Any:
         )
     if not a_set and not b_set:
         raise errors.LinenError(
-            f'Parameter "{name}" must be passed either as a module attribute or as a call '
-            'argument.'
+            f'Parameter "{name}" must be passed either as a module attribute or as a call argument.'
         )
     return a if a_set else b
 

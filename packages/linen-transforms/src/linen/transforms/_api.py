@@ -8,7 +8,7 @@ from typing import Any
 
 from linen.core import errors
 from linen.module._module import _call_wrapped_method
-from linen.transforms import _jit, _remat, _scan, _vmap
+from linen.transforms import _autodiff, _control, _jit, _remat, _scan, _variables, _vmap
 from linen.transforms._module_lift import _mark, lift
 
 broadcast = _scan.broadcast
@@ -16,14 +16,14 @@ broadcast = _scan.broadcast
 
 def vmap(
     target: Any,
-    variable_axes: Mapping[Any, int | None] = {},  # noqa: B006 - read only
-    split_rngs: Mapping[Any, bool] = {},  # noqa: B006
+    variable_axes: Mapping[Any, int | None] = {},
+    split_rngs: Mapping[Any, bool] = {},
     in_axes: Any = 0,
     out_axes: Any = 0,
     axis_size: int | None = None,
     axis_name: str | None = None,
     spmd_axis_name: Any = None,
-    metadata_params: Mapping[Any, Any] = {},  # noqa: B006
+    metadata_params: Mapping[Any, Any] = {},
     methods: Sequence[str] | None = None,
 ) -> Any:
     """Vectorise a Module (class or method) over an axis, per collection.
@@ -35,8 +35,15 @@ def vmap(
 
     def make(body):
         return _vmap.vmap(
-            body, variable_axes, split_rngs, in_axes, out_axes, axis_size, axis_name,
-            spmd_axis_name, metadata_params,
+            body,
+            variable_axes,
+            split_rngs,
+            in_axes,
+            out_axes,
+            axis_size,
+            axis_name,
+            spmd_axis_name,
+            metadata_params,
         )
 
     return lift('Vmap', target, make, methods)
@@ -44,17 +51,17 @@ def vmap(
 
 def scan(
     target: Any,
-    variable_axes: Mapping[Any, int] = {},  # noqa: B006
+    variable_axes: Mapping[Any, int] = {},
     variable_broadcast: Any = False,
     variable_carry: Any = False,
-    split_rngs: Mapping[Any, bool] = {},  # noqa: B006
+    split_rngs: Mapping[Any, bool] = {},
     in_axes: Any = 0,
     out_axes: Any = 0,
     length: int | None = None,
     reverse: bool = False,
     unroll: int = 1,
     data_transform: Callable | None = None,
-    metadata_params: Mapping[Any, Any] = {},  # noqa: B006
+    metadata_params: Mapping[Any, Any] = {},
     methods: Sequence[str] | None = None,
     _split_transpose: bool = False,
 ) -> Any:
@@ -62,8 +69,18 @@ def scan(
 
     def make(body):
         return _scan.scan(
-            body, variable_axes, variable_broadcast, variable_carry, split_rngs, in_axes,
-            out_axes, length, reverse, unroll, data_transform, metadata_params,
+            body,
+            variable_axes,
+            variable_broadcast,
+            variable_carry,
+            split_rngs,
+            in_axes,
+            out_axes,
+            length,
+            reverse,
+            unroll,
+            data_transform,
+            metadata_params,
         )
 
     return lift('Scan', target, make, methods)
@@ -100,8 +117,8 @@ def remat_scan(
     policy: Callable | None = None,
     variable_broadcast: Any = False,
     variable_carry: Any = False,
-    variable_axes: Mapping[Any, int] = {True: 0},  # noqa: B006
-    split_rngs: Mapping[Any, bool] = {True: True},  # noqa: B006
+    variable_axes: Mapping[Any, int] = {True: 0},
+    split_rngs: Mapping[Any, bool] = {True: True},
 ) -> Any:
     """``scan`` of ``remat`` nested once per entry of ``lengths`` (a ``x -> x`` body)."""
 
@@ -111,8 +128,9 @@ def remat_scan(
 
         fn = step
         for length in reversed(lengths):
-            fn = _nest(fn, length, policy, variable_broadcast, variable_carry, variable_axes,
-                       split_rngs)
+            fn = _nest(
+                fn, length, policy, variable_broadcast, variable_carry, variable_axes, split_rngs
+            )
 
         def run(scope, x):
             return fn(scope, x)[0]
@@ -125,8 +143,12 @@ def remat_scan(
 def _nest(fn, length, policy, variable_broadcast, variable_carry, variable_axes, split_rngs):
     remat_fn = _remat.checkpoint(fn, policy=policy)
     return _scan.scan(
-        lambda scope, c: remat_fn(scope, c), variable_axes, variable_broadcast, variable_carry,
-        split_rngs, length=length,
+        lambda scope, c: remat_fn(scope, c),
+        variable_axes,
+        variable_broadcast,
+        variable_carry,
+        split_rngs,
+        length=length,
     )
 
 
@@ -148,8 +170,11 @@ def jit(
     structure or the active method wrappers (profiling labels) change.
     """
     options = dict(
-        static_argnums=static_argnums, static_argnames=static_argnames,
-        donate_argnums=donate_argnums, device=device, backend=backend,
+        static_argnums=static_argnums,
+        static_argnames=static_argnames,
+        donate_argnums=donate_argnums,
+        device=device,
+        backend=backend,
         module_key=_module_key,
     )
     if isinstance(target, type):
@@ -192,3 +217,205 @@ def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dic
         return jitted(self, self.scope, *args, **kwargs)
 
     return _mark(lifted)
+
+
+# ------------------------------------------------- transforms of (module, *args) functions
+
+
+def _on_module(fn: Callable, mdl: Any) -> Callable:
+    """``body(scope, *args)`` running ``fn(mdl', *args)`` with ``mdl'`` bound to ``scope``.
+
+    The clone runs in compact mode, so submodules ``fn`` creates belong to it.
+    """
+    name = getattr(fn, '__name__', 'fn')
+
+    def body(scope, *args, **kwargs):
+        clone = mdl.clone(parent=scope)
+        return _call_wrapped_method(
+            clone, lambda m, *a, **k: fn(m, *a, **k), name, True, args, kwargs
+        )
+
+    return body
+
+
+def _module_scope(mdl: Any):
+    if mdl.scope is None:
+        raise errors.CallCompactUnboundModuleError(type(mdl).__name__, 'lifted function')
+    return mdl.scope
+
+
+def vjp(
+    fn: Callable,
+    mdl: Any,
+    *primals,
+    has_aux: bool = False,
+    reduce_axes=(),
+    vjp_variables: Any = 'params',
+    variables: Any = True,
+    rngs: Any = True,
+    multi_scope: bool = False,
+):
+    """Lifted ``jax.vjp``: ``(y, vjp_fn)``; ``vjp_fn(ct)`` -> ``(variable_grads, *input_grads)``."""
+    return _autodiff.vjp(
+        _on_module(fn, mdl),
+        _module_scope(mdl),
+        *primals,
+        has_aux=has_aux,
+        vjp_variables=vjp_variables,
+    )
+
+
+def value_and_grad(
+    fn: Callable,
+    mdl: Any,
+    *primals,
+    has_aux: bool = False,
+    reduce_axes=(),
+    variables: Any = True,
+    rngs: Any = True,
+):
+    """Lifted ``jax.value_and_grad`` with respect to the inputs (not the variables)."""
+    return _autodiff.value_and_grad(
+        _on_module(fn, mdl), _module_scope(mdl), *primals, has_aux=has_aux
+    )
+
+
+def grad(
+    fn: Callable,
+    mdl: Any,
+    *primals,
+    has_aux: bool = False,
+    reduce_axes=(),
+    variables: Any = True,
+    rngs: Any = True,
+):
+    """Lifted ``jax.grad`` with respect to the inputs (not the variables)."""
+    return _autodiff.grad(_on_module(fn, mdl), _module_scope(mdl), *primals, has_aux=has_aux)
+
+
+def jvp(
+    fn: Callable,
+    mdl: Any,
+    primals,
+    tangents,
+    variable_tangents,
+    variables: Any = True,
+    rngs: Any = True,
+):
+    """Lifted ``jax.jvp``: ``(y, y_tangent)``."""
+    return _autodiff.jvp(
+        _on_module(fn, mdl), _module_scope(mdl), primals, tangents, variable_tangents
+    )
+
+
+def custom_vjp(
+    fn: Callable,
+    forward_fn: Callable,
+    backward_fn: Callable,
+    grad_vars: Any = 'params',
+    nondiff_argnums=(),
+):
+    """Lifted ``jax.custom_vjp``: returns ``f(mdl, *args)``."""
+
+    def wrapper(mdl, *args):
+        # Each function is called on a clone bound to the scope it is given.
+        lifted = _autodiff.custom_vjp(
+            _on_module(fn, mdl),
+            _on_module(forward_fn, mdl),
+            backward_fn,
+            grad_vars,
+            nondiff_argnums,
+        )
+        return lifted(_module_scope(mdl), *args)
+
+    return wrapper
+
+
+def cond(
+    pred: Any,
+    true_fun: Callable,
+    false_fun: Callable,
+    mdl: Any,
+    *operands,
+    variables: Any = True,
+    rngs: Any = True,
+):
+    """Lifted ``lax.cond``; both branches get ``(mdl, *operands)``."""
+    return _control.cond(
+        pred, _on_module(true_fun, mdl), _on_module(false_fun, mdl), _module_scope(mdl), *operands
+    )
+
+
+def switch(
+    index: Any,
+    branches: Sequence[Callable],
+    mdl: Any,
+    *operands,
+    variables: Any = True,
+    rngs: Any = True,
+):
+    """Lifted ``lax.switch``; each branch gets ``(mdl, *operands)``."""
+    return _control.switch(
+        index, [_on_module(b, mdl) for b in branches], _module_scope(mdl), *operands
+    )
+
+
+def while_loop(
+    cond_fn: Callable,
+    body_fn: Callable,
+    mdl: Any,
+    init: Any,
+    carry_variables: Any = False,
+    broadcast_variables: Any = True,
+    split_rngs: Mapping[Any, bool] = {},
+):
+    """Lifted ``lax.while_loop``; ``carry_variables`` are threaded, the rest read-only."""
+    return _control.while_loop(
+        _on_module(cond_fn, mdl),
+        _on_module(body_fn, mdl),
+        _module_scope(mdl),
+        init,
+        carry_variables,
+        broadcast_variables,
+        split_rngs,
+    )
+
+
+def map_variables(
+    target: Any,
+    mapped_collections: Any = True,
+    trans_in_fn: Callable = lambda x: x,
+    trans_out_fn: Callable = lambda x: x,
+    init: bool = False,
+    mutable: bool = False,
+    rngs: Any = True,
+    variables: Any = True,
+    methods: Sequence[str] | None = None,
+) -> Any:
+    """The target sees ``trans_in_fn`` of its variables; writes go back through ``trans_out_fn``."""
+
+    def make(body):
+        return _variables.map_variables(
+            body, mapped_collections, trans_in_fn, trans_out_fn, init, mutable
+        )
+
+    return lift('MapVariables', target, make, methods)
+
+
+def fold_rngs(target: Any, variables: Any = True, rngs: Any = True) -> Any:
+    """The target's rng streams start from one fresh key each, drawn from the caller's."""
+    return lift('FoldRngs', target, lambda body: _variables.fold_rngs(body), None)
+
+
+def add_metadata_axis(
+    target: Any,
+    variable_axes: Mapping[Any, int] = {},
+    metadata_params: dict = {},
+) -> Any:
+    """Boxed variables of the target gain ``variable_axes`` in their metadata."""
+    return lift(
+        'AddMetadataAxis',
+        target,
+        lambda body: _variables.add_metadata_axis(body, variable_axes, metadata_params),
+        None,
+    )

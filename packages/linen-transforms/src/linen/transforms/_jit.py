@@ -20,10 +20,9 @@ from typing import Any
 
 import jax
 
-from linen.core._filters import DenyList
+from linen.core._filters import DenyList, in_filter
 from linen.core._rng import RngStream
 from linen.core._scope import Scope, _Root, _thaw
-from linen.core._filters import in_filter
 from linen.transforms import _pack
 from linen.transforms._remat import merge_static, split_static
 
@@ -92,8 +91,14 @@ def jit(
             offset=len(p['path']),
         )
         counters = copy.deepcopy(p['counters'])
-        inner = Scope(root, p['name'], None, rngs={n: RngStream(k, p['rng_paths'][n]) for n, k in keys.items()},
-                      rng_counters=counters, flags=p['flags'])
+        inner = Scope(
+            root,
+            p['name'],
+            None,
+            rngs={n: RngStream(k, p['rng_paths'][n]) for n, k in keys.items()},
+            rng_counters=counters,
+            flags=p['flags'],
+        )
         inner.path = p['path']
         args = merge_static(dynamic, p['static_args'])
         y = fn(p['extra'], inner, *args, **dyn_kwargs, **p['static_kwargs'])
@@ -140,8 +145,9 @@ def jit(
             # Unhashable module fields or static arguments: trace every call.
             static = _Static((id(payload),), payload)
         if donate_argnums:
-            y, mutated = jax.jit(run, static_argnums=(0,), donate_argnums=(3,), device=device,
-                                 backend=backend)(static, variables, keys, dynamic, kwargs)
+            y, mutated = jax.jit(
+                run, static_argnums=(0,), donate_argnums=(3,), device=device, backend=backend
+            )(static, variables, keys, dynamic, kwargs)
         else:
             y, mutated = compiled(static, variables, keys, dynamic, kwargs)
         after = counters_after.get(static)

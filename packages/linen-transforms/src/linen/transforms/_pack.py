@@ -72,8 +72,9 @@ def make_inner_scope(
     mutable = outer._root.mutable if mutable is None else mutable
     own = {col: (_thaw(v) if in_filter(mutable, col) else v) for col, v in variables.items()}
     root = _Root(own, mutable, offset=len(outer.path))
-    inner = Scope(root, outer.name, None, rngs=rngs, rng_counters=outer.rng_counters,
-                  flags=outer.flags)
+    inner = Scope(
+        root, outer.name, None, rngs=rngs, rng_counters=outer.rng_counters, flags=outer.flags
+    )
     inner.path = outer.path
     return inner
 

@@ -105,9 +105,7 @@ def scan(
         axis_vars = groups[2:-1]
         rest_vars = groups[-1]
         axis_vars = tuple(
-            _moveaxis_in(
-                _pack.remove_axis(g, ax, metadata_params) if metadata_params else g, ax
-            )
+            _moveaxis_in(_pack.remove_axis(g, ax, metadata_params) if metadata_params else g, ax)
             for g, ax in zip(axis_vars, axis_values)
         )
         keys, paths = _pack.rng_keys(scope)
@@ -127,7 +125,9 @@ def scan(
         if any(in_filter(mutable, c) for c in _broadcast_cols(variable_broadcast, mutable)):
             saved = _snapshot(scope.rng_counters)
             first = tuple(
-                x if ax is broadcast else jax.tree_util.tree_map(lambda a, ax=ax: jnp.take(a, 0, axis=ax), x)
+                x
+                if ax is broadcast
+                else jax.tree_util.tree_map(lambda a, ax=ax: jnp.take(a, 0, axis=ax), x)
                 for x, ax in zip(xs, in_spec)
             )
             variables = {**bcast_vars, **carry_vars, **rest_vars}

@@ -1,0 +1,82 @@
+"""The functional lift API: transforms of ``fn(scope, *args)`` (as ``flax.core.lift``).
+
+>>> from linen.core import init
+>>> from linen.transforms import lift
+>>> import jax, jax.numpy as jnp
+>>> def dense(scope, x):
+...     w = scope.param('w', jax.nn.initializers.ones, (x.shape[-1], 2))
+...     return x @ w
+>>> def model(scope, xs):
+...     stacked = lift.vmap(dense, variable_axes={'params': 0}, split_rngs={'params': True})
+...     return stacked(scope.push('dense'), xs)
+>>> y, variables = init(model)(jax.random.key(0), jnp.ones((3, 4)))
+>>> variables['params']['dense']['w'].shape
+(3, 4, 2)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from linen.transforms import _jit
+from linen.transforms._autodiff import custom_vjp as custom_vjp
+from linen.transforms._autodiff import grad as grad
+from linen.transforms._autodiff import jvp as jvp
+from linen.transforms._autodiff import value_and_grad as value_and_grad
+from linen.transforms._autodiff import vjp as vjp
+from linen.transforms._control import cond as cond
+from linen.transforms._control import switch as switch
+from linen.transforms._control import while_loop as while_loop
+from linen.transforms._remat import checkpoint as checkpoint
+from linen.transforms._remat import remat as remat
+from linen.transforms._scan import broadcast as broadcast
+from linen.transforms._scan import scan as scan
+from linen.transforms._variables import add_metadata_axis as add_metadata_axis
+from linen.transforms._variables import fold_rngs as fold_rngs
+from linen.transforms._variables import map_variables as map_variables
+from linen.transforms._vmap import vmap as vmap
+
+__all__ = [
+    'add_metadata_axis',
+    'broadcast',
+    'checkpoint',
+    'cond',
+    'custom_vjp',
+    'fold_rngs',
+    'grad',
+    'jit',
+    'jvp',
+    'map_variables',
+    'remat',
+    'scan',
+    'switch',
+    'value_and_grad',
+    'vjp',
+    'vmap',
+    'while_loop',
+]
+
+
+def jit(
+    fn: Callable,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    donate_argnums: int | Sequence[int] = (),
+    device: Any = None,
+    backend: str | None = None,
+) -> Callable:
+    """``jax.jit`` of ``fn(scope, *args)``; compiled once per scope structure and static args."""
+    jitted = _jit.jit(
+        lambda _, scope, *a, **k: fn(scope, *a, **k),
+        static_argnums=static_argnums,
+        static_argnames=static_argnames,
+        donate_argnums=donate_argnums,
+        device=device,
+        backend=backend,
+    )
+
+    def wrapper(scope, *args, **kwargs):
+        return jitted(None, scope, *args, **kwargs)
+
+    return wrapper
