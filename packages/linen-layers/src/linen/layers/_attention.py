@@ -17,6 +17,9 @@ import jax.numpy as jnp
 from jax import lax
 
 from linen.core.errors import LinenError
+from linen.layers._linear import DenseGeneral
+from linen.layers._normalization import LayerNorm
+from linen.layers.dtypes import canonicalize_dtype, promote_dtype
 from linen.module import Module, compact, merge_param
 
 Array = Any
@@ -119,13 +122,9 @@ class AttentionInputsConflictError(LinenError, ValueError):
 
 
 def _promote(*args, dtype=None):
-    """Casts the arrays to ``dtype`` or, when None, to their common inexact type."""
-    if dtype is None:
-        dtype = jnp.result_type(*args)
-        if not jnp.issubdtype(dtype, jnp.inexact):
-            dtype = jnp.promote_types(jnp.float32, dtype)
-    # Skip the conversion when it is a no-op: it keeps traces short.
-    return tuple(x if x.dtype == dtype else jnp.asarray(x, dtype) for x in args), dtype
+    """Casts the arrays to ``dtype`` or their common inexact type; returns both."""
+    dtype = canonicalize_dtype(*args, dtype=dtype)
+    return promote_dtype(*args, dtype=dtype), dtype
 
 
 def _broadcasts_to(shape, target) -> bool:
@@ -511,8 +510,6 @@ class MultiHeadDotProductAttention(Module):
         Returns:
           ``[batch..., q_length, out_features]``.
         """
-        from linen.layers._linear import DenseGeneral
-
         if inputs_kv is not None:
             if inputs_k is not None or inputs_v is not None:
                 raise AttentionInputsConflictError(
@@ -558,8 +555,6 @@ class MultiHeadDotProductAttention(Module):
         value = projection(name='value')(inputs_v)
 
         if self.normalize_qk:
-            from linen.layers._normalization import LayerNorm
-
             query = LayerNorm(
                 name='query_ln', use_bias=False, dtype=self.dtype, param_dtype=self.param_dtype
             )(query)

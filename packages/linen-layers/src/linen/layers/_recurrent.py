@@ -17,6 +17,8 @@ import jax.numpy as jnp
 
 from linen.core.errors import LinenError
 from linen.core.frozen_dict import FrozenDict
+from linen.layers._linear import Conv, Dense
+from linen.layers.dtypes import promote_dtype
 from linen.module import Module, compact, nowrap
 
 Array = Any
@@ -160,8 +162,6 @@ class LSTMCell(RNNCellBase):
     @compact
     def __call__(self, carry, inputs):
         """One step: ``((c, h), x) -> ((c', h'), h')``."""
-        from linen.layers._linear import Dense
-
         c, h = carry
         _check_carry(self, h)
         dense_h = functools.partial(
@@ -242,8 +242,6 @@ class OptimizedLSTMCell(LSTMCell):
     @compact
     def __call__(self, carry, inputs):
         """One step: ``((c, h), x) -> ((c', h'), h')``."""
-        from linen.layers.dtypes import promote_dtype
-
         c, h = carry
         _check_carry(self, h)
         in_features = inputs.shape[-1]
@@ -320,8 +318,6 @@ class GRUCell(RNNCellBase):
     @compact
     def __call__(self, carry, inputs):
         """One step: ``(h, x) -> (h', h')``."""
-        from linen.layers._linear import Dense
-
         h = carry
         _check_carry(self, h)
         dense_h = functools.partial(
@@ -402,8 +398,6 @@ class MGUCell(RNNCellBase):
     @compact
     def __call__(self, carry, inputs):
         """One step: ``(h, x) -> (h', h')``."""
-        from linen.layers._linear import Dense
-
         h = carry
         _check_carry(self, h)
         dense_h = functools.partial(
@@ -479,8 +473,6 @@ class SimpleCell(RNNCellBase):
     @compact
     def __call__(self, carry, inputs):
         """One step: ``(h, x) -> (h', h')``."""
-        from linen.layers._linear import Dense
-
         _check_carry(self, carry)
         pre = Dense(
             features=self.features,
@@ -550,8 +542,6 @@ class ConvLSTMCell(RNNCellBase):
     @compact
     def __call__(self, carry, inputs):
         """One step: ``((c, h), x) -> ((c', h'), h')``."""
-        from linen.layers._linear import Conv
-
         c, h = carry
         _check_carry(self, h)
         conv = functools.partial(
