@@ -56,27 +56,63 @@ _ABSTRACT_KEY: list[Any] = []
 
 def _abstract_key():
     if not _ABSTRACT_KEY:
-        _ABSTRACT_KEY.append(jax.ShapeDtypeStruct((), jax.random.key(0).dtype))
+        # Made outside any trace, so no key creation is staged into the caller's jaxpr.
+        with jax.ensure_compile_time_eval():
+            dtype = jax.random.key(0).dtype
+        _ABSTRACT_KEY.append(jax.ShapeDtypeStruct((), dtype))
     return _ABSTRACT_KEY[0]
+
+
+def _structural_key(fn: Any) -> Any:
+    """A key equal for initializers that compute the same thing.
+
+    ``nn.initializers.lecun_normal()`` called inside ``__call__`` makes a new
+    closure on every trace; its code and closure values still identify it.
+    Unhashable closures fall back to the object itself.
+    """
+    code = getattr(fn, '__code__', None)
+    if code is not None:
+        try:
+            cells = tuple(c.cell_contents for c in fn.__closure__ or ())
+            key = (code, cells, fn.__defaults__, tuple((fn.__kwdefaults__ or {}).items()))
+            hash(key)
+            return key
+        except (TypeError, ValueError):
+            return fn
+    if isinstance(fn, functools.partial):
+        try:
+            key = ('partial', _structural_key(fn.func), fn.args, tuple(fn.keywords.items()))
+            hash(key)
+            return key
+        except TypeError:
+            return fn
+    return fn
 
 
 def _init_shapes(init_fn: Callable, init_args: tuple, init_kwargs: dict) -> list[tuple]:
     """Shapes of the leaves ``init_fn(key, *init_args, **init_kwargs)`` would produce."""
+    kwargs_key = tuple(init_kwargs.items()) if init_kwargs else ()
     try:
-        cache_key = (init_fn, init_args, tuple(init_kwargs.items()) if init_kwargs else ())
-        hash(cache_key)
-    except TypeError:
-        cache_key = None
-    if cache_key is not None:
+        cache_key = (init_fn, init_args, kwargs_key)
         shapes = _SHAPE_CACHE.get(cache_key)
         if shapes is not None:
             return shapes
-    abstract = jax.eval_shape(lambda k: init_fn(k, *init_args, **init_kwargs), _abstract_key())
-    shapes = [tuple(np.shape(leaf)) for leaf in jax.tree_util.tree_leaves(abstract)]
+        structural = (_structural_key(init_fn), init_args, kwargs_key)
+        shapes = _SHAPE_CACHE.get(structural)
+    except TypeError:
+        cache_key = structural = None
+        shapes = None
+    if shapes is None:
+        with jax.ensure_compile_time_eval():
+            abstract = jax.eval_shape(
+                lambda k: init_fn(k, *init_args, **init_kwargs), _abstract_key()
+            )
+        shapes = [tuple(np.shape(leaf)) for leaf in jax.tree_util.tree_leaves(abstract)]
     if cache_key is not None:
         if len(_SHAPE_CACHE) >= _SHAPE_CACHE_LIMIT:
             _SHAPE_CACHE.clear()
         _SHAPE_CACHE[cache_key] = shapes
+        _SHAPE_CACHE[structural] = shapes
     return shapes
 
 
@@ -378,8 +414,8 @@ class Scope:
         return out
 
     def is_collection_empty(self, col: str) -> bool:
-        d = self._collection(col)
-        return not d
+        """Whether the binding holds nothing in ``col`` (at any path, as in Flax)."""
+        return not self._root.variables.get(col)
 
     def has_variable(self, col: str, name: str) -> bool:
         d = self._collection(col)
@@ -435,7 +471,7 @@ class Scope:
         value = d.get(name, _ABSENT) if d is not None else _ABSENT
         if value is _ABSENT:
             if not self.is_mutable_collection('params'):
-                if d is None or not d:
+                if self.is_collection_empty('params'):
                     raise errors.ScopeCollectionNotFound('params', name, self.path_text)
                 raise errors.ScopeParamNotFoundError(name, self.path_text)
             value = init_fn(self.make_rng('params'), *init_args, **init_kwargs)
