@@ -144,6 +144,17 @@ def test_missing_param_raises_not_found():
         apply(fn)({'params': {'present': jnp.zeros(())}})
 
 
+def test_missing_param_below_a_path_the_variables_lack_is_not_found():
+    # The collection exists (at another path): Flax reports the parameter, not the collection.
+    def fn(scope):
+        return scope.push('b').param('kernel', zeros, ())
+
+    with pytest.raises(errors.ScopeParamNotFoundError, match=r'"kernel" in scope "/b"'):
+        apply(fn)({'params': {'a': {'kernel': jnp.zeros(())}}})
+    with pytest.raises(errors.ScopeParamNotFoundError, match=r'"kernel" in scope "/b"'):
+        apply(fn)({'params': {'a': {}, 'b': {}}})
+
+
 def test_missing_collection_raises():
     def fn(scope):
         return scope.push('bn').variable('batch_stats', 'mean', lambda: 0.0)

@@ -1,0 +1,280 @@
+"""Every error issue 3 names, raised by real misuse, matched on its message."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import linen.nn as nn
+from linen.core import errors
+
+
+def zeros_init(key, shape):
+    return jnp.zeros(shape)
+
+
+class Dense(nn.Module):
+    features: int
+
+    @nn.compact
+    def __call__(self, x):
+        return x @ self.param('kernel', zeros_init, (x.shape[-1], self.features))
+
+
+class Noisy(nn.Module):
+    @nn.compact
+    def __call__(self):
+        return self.make_rng('dropout')
+
+
+def test_compact_method_on_unbound_module():
+    with pytest.raises(
+        errors.CallCompactUnboundModuleError,
+        match=r"Can't call compact method Dense.__call__ on an unbound module.*module.init",
+    ):
+        Dense(3)(jnp.ones((1, 2)))
+
+
+@pytest.mark.parametrize('method', ['no_such_method', 'features', 42])
+def test_invalid_method(method):
+    with pytest.raises(errors.ApplyModuleInvalidMethodError, match=r'method=.* on Dense'):
+        Dense(3).init(jax.random.key(0), jnp.ones((1, 2)), method=method)
+
+
+def test_module_without_call_and_no_method():
+    class NoCall(nn.Module):
+        pass
+
+    with pytest.raises(errors.ApplyModuleInvalidMethodError, match="'__call__' on NoCall"):
+        NoCall().init(jax.random.key(0))
+
+
+def test_submodule_created_in_non_compact_method():
+    class Bad(nn.Module):
+        def __call__(self, x):
+            return Dense(2)(x)
+
+    with pytest.raises(
+        errors.AssignSubModuleError, match=r'Submodule Dense must be defined in `setup\(\)`'
+    ):
+        Bad().init(jax.random.key(0), jnp.ones((1, 2)))
+
+
+def test_submodule_assigned_outside_setup():
+    class Bad(nn.Module):
+        def setup(self):
+            pass
+
+        def __call__(self, x):
+            self.dense = Dense(2)
+            return x
+
+    # the submodule is refused as it is made, before the assignment
+    with pytest.raises(errors.AssignSubModuleError, match=r'Submodule Dense must be defined'):
+        Bad().init(jax.random.key(0), jnp.ones((1, 2)))
+
+
+def test_attribute_assigned_outside_setup():
+    class Bad(nn.Module):
+        def __call__(self, x):
+            self.cache = x
+            return x
+
+    with pytest.raises(errors.SetAttributeFrozenModuleError, match=r"Can't set Bad.cache"):
+        Bad().init(jax.random.key(0), jnp.ones((1, 2)))
+
+
+def test_reusing_a_name_in_compact():
+    class Dup(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            Dense(2, name='d')(x)
+            return Dense(2, name='d')(x)
+
+    with pytest.raises(errors.NameInUseError, match=r'submodule "d" in Module Dup'):
+        Dup().init(jax.random.key(0), jnp.ones((1, 2)))
+
+
+def test_reusing_a_name_for_param_and_submodule():
+    class Dup(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            Dense(2, name='w')(x)
+            return self.param('w', zeros_init, (2,))
+
+    with pytest.raises(errors.NameInUseError, match=r'"w" in Module'):
+        Dup().init(jax.random.key(0), jnp.ones((1, 2)))
+
+
+def test_reusing_a_param_name():
+    class Dup(nn.Module):
+        @nn.compact
+        def __call__(self):
+            self.param('w', zeros_init, (2,))
+            return self.param('w', zeros_init, (2,))
+
+    with pytest.raises(errors.NameInUseError, match=r'variable "w"'):
+        Dup().init(jax.random.key(0))
+
+
+def test_reusing_a_name_in_setup():
+    class Dup(nn.Module):
+        def setup(self):
+            self.a = Dense(2, name='x')
+            self.b = Dense(2, name='x')
+
+        def __call__(self, x):
+            return self.a(x)
+
+    with pytest.raises(errors.NameInUseError, match=r'"x"'):
+        Dup().init(jax.random.key(0), jnp.ones((1, 2)))
+
+
+def test_missing_rng_stream():
+    with pytest.raises(errors.InvalidRngError, match=r'"dropout".*rngs=\{"dropout": key\}'):
+        Noisy().apply({})
+
+
+def test_invalid_rng_value():
+    with pytest.raises(errors.InvalidRngError, match='jax.random.key'):
+        Dense(2).init(0, jnp.ones((1, 2)))
+    with pytest.raises(errors.InvalidRngError, match=r"rngs\['dropout'\]"):
+        Noisy().apply({}, rngs={'dropout': 'not a key'})
+
+
+def test_missing_param_on_apply():
+    class Two(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return Dense(2, name='a')(x) + Dense(2, name='b')(x)
+
+    x = jnp.ones((1, 2))
+    v = Two().init(jax.random.key(0), x)
+    del v['params']['b']['kernel']
+    with pytest.raises(errors.ScopeParamNotFoundError, match=r'"kernel" in scope "/b"'):
+        Two().apply(v, x)
+    del v['params']['b']
+    with pytest.raises(errors.ScopeParamNotFoundError, match=r'"kernel" in scope "/b"'):
+        Two().apply(v, x)
+    with pytest.raises(errors.ScopeCollectionNotFound, match=r'"kernel" from collection "params"'):
+        Two().apply({'params': {}}, x)
+
+
+def test_param_shape_mismatch():
+    v = Dense(3).init(jax.random.key(0), jnp.ones((1, 2)))
+    with pytest.raises(
+        errors.ScopeParamShapeError,
+        match=r'expected to generate shape \(2, 4\) but got shape \(2, 3\).*"kernel" in the root',
+    ):
+        Dense(4).apply(v, jnp.ones((1, 2)))
+
+
+@pytest.mark.parametrize('bad', [jnp.ones(3), None, [{'params': {}}]])
+def test_variables_not_a_mapping(bad):
+    with pytest.raises(errors.ApplyScopeInvalidVariablesTypeError, match='mapping of collections'):
+        Dense(2).apply(bad, jnp.ones((1, 2)))
+
+
+def test_variables_params_passed_without_collection():
+    v = Dense(2).init(jax.random.key(0), jnp.ones((1, 2)))
+    with pytest.raises(
+        errors.ApplyScopeInvalidVariablesStructureError, match=r"pass `\{'params': params\}`"
+    ):
+        Dense(2).apply(v['params'], jnp.ones((1, 2)))
+
+
+def test_writing_an_immutable_collection():
+    class Writes(nn.Module):
+        @nn.compact
+        def __call__(self):
+            v = self.variable('batch_stats', 'mean', lambda: 0.0)
+            v.value = 1.0
+
+    v = Writes().init(jax.random.key(0))
+    with pytest.raises(
+        errors.ModifyScopeVariableError,
+        match=r'"mean" in the root because collection "batch_stats" is immutable.*'
+        r'mutable=\["batch_stats"\]',
+    ):
+        Writes().apply(v)
+    with pytest.raises(errors.ModifyScopeVariableError, match='"params" is immutable'):
+        Dense(2).bind(v).put_variable('params', 'x', 1)
+
+
+def test_two_compact_methods():
+    with pytest.raises(
+        errors.MultipleMethodsCompactError,
+        match=r'Only one method per class can be @compact; Two has several \(__call__, other\)',
+    ):
+
+        class Two(nn.Module):
+            @nn.compact
+            def __call__(self):
+                pass
+
+            @nn.compact
+            def other(self):
+                pass
+
+
+@pytest.mark.parametrize('field', ['name', 'parent'])
+def test_reserved_field_names(field):
+    with pytest.raises(errors.ReservedModuleAttributeError, match=rf"reserved.*'{field}'"):
+        type('Bad', (nn.Module,), {'__annotations__': {field: int}})
+
+
+def test_frozen_module_attribute():
+    with pytest.raises(
+        errors.SetAttributeFrozenModuleError, match=r"Can't set Dense.features.*clone"
+    ):
+        Dense(2).features = 3
+
+
+def test_unbind_on_unbound_module():
+    with pytest.raises(errors.CallUnbindOnUnboundModuleError, match='not bound'):
+        Dense(2).unbind()
+
+
+def test_init_on_module_class_or_without_module():
+    with pytest.raises(errors.InvalidInstanceModuleError, match='instance of a Module'):
+        nn.apply(lambda m: None, Dense)
+    with pytest.raises(errors.InvalidInstanceModuleError):
+        nn.init(lambda m: None)
+
+
+def test_post_init_override_without_super():
+    class Bad(nn.Module):
+        def __post_init__(self):
+            pass
+
+        def __call__(self):
+            pass
+
+    with pytest.raises(errors.IncorrectPostInitOverrideError, match='super'):
+        Bad().init(jax.random.key(0))
+
+
+def test_variable_api_on_unbound_module():
+    with pytest.raises(errors.LinenError, match=r"Can't make an rng.*unbound Dense"):
+        Dense(2).make_rng('params')
+    with pytest.raises(errors.LinenError, match='unbound'):
+        _ = Dense(2).variables
+
+
+def test_bad_parent():
+    with pytest.raises(errors.LinenError, match='must be a Module, a Scope or None'):
+        Dense(2, parent=3)
+
+
+def test_scope_used_after_apply():
+    kept = []
+
+    class Keep(nn.Module):
+        @nn.compact
+        def __call__(self):
+            kept.append(self)
+
+    Keep().init(jax.random.key(0))
+    with pytest.raises(errors.InvalidScopeError, match='no longer valid'):
+        kept[0].put_variable('state', 'x', 1)
