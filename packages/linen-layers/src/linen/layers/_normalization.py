@@ -456,7 +456,9 @@ class BatchNorm(Module):
         ra_mean = self.variable(
             'batch_stats', 'mean', lambda s: jnp.zeros(s, jnp.float32), feature_shape
         )
-        ra_var = self.variable('batch_stats', 'var', lambda s: jnp.ones(s, jnp.float32), feature_shape)
+        ra_var = self.variable(
+            'batch_stats', 'var', lambda s: jnp.ones(s, jnp.float32), feature_shape
+        )
 
         if use_running_average:
             mean, var = ra_mean.value, ra_var.value
@@ -689,9 +691,7 @@ def _map_params(variables: Mapping, fn: Callable[[tuple[str, ...], Array], Array
             return {k: walk(tree[k], (*path, str(k))) for k in sorted(tree)}
         return fn(path, tree)
 
-    return {
-        col: walk(tree, ()) if col == 'params' else tree for col, tree in variables.items()
-    }
+    return {col: walk(tree, ()) if col == 'params' else tree for col, tree in variables.items()}
 
 
 def _map_variables():
@@ -807,9 +807,7 @@ class WeightNorm(Module):
     use_scale: bool = True
     scale_init: Initializer = initializers.ones
     feature_axes: Axes | None = -1
-    variable_filter: Iterable[str] | None = dataclasses.field(
-        default_factory=lambda: {'kernel'}
-    )
+    variable_filter: Iterable[str] | None = dataclasses.field(default_factory=lambda: {'kernel'})
 
     @compact
     def __call__(self, *args, **kwargs):
