@@ -101,6 +101,7 @@ def checkpoint(
     ``static_argnums`` count the call's arguments as the caller writes them:
     for ``module(x, train)``, ``train`` is 1.
     """
+    _remat.check_concrete(concrete)
 
     def make(body):
         return _remat.checkpoint(body, prevent_cse, static_argnums, policy, concrete)
@@ -410,7 +411,7 @@ def fold_rngs(target: Any, variables: Any = True, rngs: Any = True) -> Any:
 def add_metadata_axis(
     target: Any,
     variable_axes: Mapping[Any, int] = {},
-    metadata_params: dict = {},
+    metadata_params: Mapping[Any, Any] = {},
 ) -> Any:
     """Boxed variables of the target gain ``variable_axes`` in their metadata."""
     return lift(

@@ -26,6 +26,15 @@ def merge_static(dynamic: tuple, static: dict[int, Any]) -> tuple:
     return tuple(out)
 
 
+def check_concrete(concrete: bool) -> None:
+    """``concrete=True`` is refused where the transform is declared, not at first call."""
+    if concrete:
+        raise TransformArgumentError(
+            'remat(concrete=True) is not supported: JAX removed concrete checkpointing. '
+            'Mark the Python-control-flow arguments static with `static_argnums=` instead.'
+        )
+
+
 def checkpoint(
     fn: Callable,
     prevent_cse: bool = True,
@@ -40,11 +49,7 @@ def checkpoint(
     """
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
-    if concrete:
-        raise TransformArgumentError(
-            'remat(concrete=True) is not supported: JAX removed concrete checkpointing. '
-            'Mark the Python-control-flow arguments static with `static_argnums=` instead.'
-        )
+    check_concrete(concrete)
 
     def wrapper(scope, *args, **kwargs):
         variables = _pack.gather_variables(scope)
