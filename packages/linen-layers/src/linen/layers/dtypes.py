@@ -22,22 +22,21 @@ __all__ = [
 def canonicalize_dtype(*args, dtype: Any | None = None, inexact: bool = True):
     """Returns the dtype a computation over ``args`` should run in.
 
-        Args:
-          *args: arrays, scalars or ``None`` (ignored).
-          dtype: an explicit dtype, which wins when given.
-          inexact: require a floating or complex result. With ``dtype=None``, integer
-            or boolean inputs are promoted with float32; an explicit integer ``dtype``
-            raises.
+    Args:
+      *args: arrays, scalars or ``None`` (ignored).
+      dtype: an explicit dtype, which wins when given.
+      inexact: require a floating or complex result. With ``dtype=None``, integer
+        or boolean inputs are promoted with float32; an explicit integer ``dtype``
+        raises.
 
-        Raises:
-          ValueError: ``inexact`` is set and ``dtype`` is neither floating nor complex.
+    Raises:
+      ValueError: ``inexact`` is set and ``dtype`` is neither floating nor complex.
 
-        >>> import jax
-    import jax.numpy as jnp
-        >>> canonicalize_dtype(jnp.ones(2, jnp.bfloat16), jnp.ones(2, jnp.float32))
-        dtype('float32')
-        >>> canonicalize_dtype(jnp.ones(2, jnp.int32))
-        dtype('float32')
+    >>> import jax.numpy as jnp
+    >>> canonicalize_dtype(jnp.ones(2, jnp.bfloat16), jnp.ones(2, jnp.float32))
+    dtype('float32')
+    >>> canonicalize_dtype(jnp.ones(2, jnp.int32))
+    dtype('float32')
     """
     if dtype is None:
         dtype = jnp.result_type(*(x for x in args if x is not None))
@@ -54,17 +53,16 @@ def canonicalize_dtype(*args, dtype: Any | None = None, inexact: bool = True):
 def promote_dtype(*args, dtype: Any | None = None, inexact: bool = True) -> list:
     """Casts every non-``None`` argument to one common dtype.
 
-        The dtype is ``canonicalize_dtype(*args, dtype=dtype, inexact=inexact)``.
-        Arguments that already have it are returned as they are (no copy).
+    The dtype is ``canonicalize_dtype(*args, dtype=dtype, inexact=inexact)``.
+    Arguments that already have it are returned as they are (no copy).
 
-        Returns:
-          a list as long as ``args``, ``None`` kept in place.
+    Returns:
+      a list as long as ``args``, ``None`` kept in place.
 
-        >>> import jax
-    import jax.numpy as jnp
-        >>> x, none, y = promote_dtype(jnp.ones(2, jnp.bfloat16), None, jnp.ones(2))
-        >>> x.dtype, none, y.dtype
-        (dtype('float32'), None, dtype('float32'))
+    >>> import jax.numpy as jnp
+    >>> x, none, y = promote_dtype(jnp.ones(2, jnp.bfloat16), None, jnp.ones(2))
+    >>> x.dtype, none, y.dtype
+    (dtype('float32'), None, dtype('float32'))
     """
     dtype = canonicalize_dtype(*args, dtype=dtype, inexact=inexact)
     # Skipping the cast when the dtype already matches keeps traced programs small.
