@@ -1,0 +1,231 @@
+"""The method-wrapping and profiling-name hooks, and the two wrappers linen-module ships."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import types
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import linen.nn as nn
+from linen.core import _plugins
+from linen.core.config import config
+from linen.core.hookspecs import hookimpl
+from linen.module import _dispatch, derive_profiling_name
+
+
+def ones_init(key, shape):
+    return jnp.ones(shape)
+
+
+class Leaf(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return x * self.param('w', ones_init, x.shape[-1:])
+
+    @nn.nowrap
+    def helper(self, x):
+        return x
+
+
+class Tree(nn.Module):
+    def setup(self):
+        self.left = Leaf()
+        self.right = Leaf()
+
+    def __call__(self, x):
+        return self.right(self.left(self.helper(x)))
+
+    def helper(self, x):
+        return self.left.helper(x) + 1
+
+
+@pytest.fixture
+def labels_off():
+    """Switch linen-profiling's labelling wrapper off (a no-op without linen-profiling)."""
+    before = config.linen_profile
+    config.update('linen_profile', False)
+    _dispatch.invalidate_method_wrappers(everywhere=True)
+    yield
+    config.update('linen_profile', before)
+    _dispatch.invalidate_method_wrappers(everywhere=True)
+
+
+@pytest.fixture
+def plugin():
+    names = []
+
+    def register(obj, name):
+        names.append(_plugins.register(obj, name=name))
+
+    yield register
+    for name in names:
+        _plugins.unregister(name)
+
+
+def test_no_plugin_active_means_no_runner(labels_off):
+    assert _dispatch.get_runner() is None
+    assert _dispatch.get_runner() is None  # cached
+
+
+def test_no_runner_in_fresh_interpreter_without_profiling():
+    env = dict(os.environ, LINEN_DISABLE_PLUGINS='profiling', JAX_PLATFORMS='cpu')
+    code = (
+        'import json; from linen.module import _dispatch; '
+        'print(json.dumps(_dispatch.get_runner() is None))'
+    )
+    out = subprocess.run(
+        [sys.executable, '-c', code], capture_output=True, text=True, env=env, check=True
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) is True
+
+
+def test_wrapper_plugin_sees_every_wrapped_call(labels_off, plugin):
+    calls = []
+
+    def wrapper(next_fn, args, kwargs, context):
+        calls.append((type(context.module).__name__, context.module.path, context.method_name))
+        assert context.orig_method is context.method
+        return next_fn(*args, **kwargs)
+
+    plugin(types.SimpleNamespace(linen_method_wrapper=hookimpl(lambda: wrapper)), 'test-wrap')
+    assert _dispatch.get_runner() is not None
+    x = jnp.ones(2)
+    v = Tree().init(jax.random.key(0), x)
+    assert calls == [
+        ('Tree', (), '__call__'),
+        ('Tree', (), 'helper'),
+        ('Leaf', ('left',), '__call__'),
+        ('Leaf', ('right',), '__call__'),
+    ]  # no setup, no @nowrap helper
+    _plugins.unregister('test-wrap')
+    calls.clear()
+    Tree().apply(v, x)
+    assert calls == []
+
+
+def test_wrapper_plugin_can_change_args_and_result(labels_off, plugin):
+    def wrapper(next_fn, args, kwargs, context):
+        if isinstance(context.module, Leaf):
+            return next_fn(args[0] * 10, **kwargs) + 1
+        return next_fn(*args, **kwargs)
+
+    plugin(types.SimpleNamespace(linen_method_wrapper=hookimpl(lambda: wrapper)), 'test-change')
+    x = jnp.array([1.0, 2.0])
+    y = Leaf().apply({'params': {'w': jnp.array([2.0, 3.0])}}, x)
+    np.testing.assert_allclose(y, x * 10 * jnp.array([2.0, 3.0]) + 1)
+
+
+def test_wrapper_returning_none_is_inactive(labels_off, plugin):
+    plugin(types.SimpleNamespace(linen_method_wrapper=hookimpl(lambda: None)), 'test-none')
+    assert _dispatch.get_runner() is None
+
+
+def test_intercept_methods_sees_module_and_method_and_can_change_output(labels_off):
+    seen = []
+
+    def record(next_fun, args, kwargs, context):
+        seen.append((context.module.name, context.method_name))
+        return next_fun(*args, **kwargs)
+
+    def double_leaves(next_fun, args, kwargs, context):
+        y = next_fun(*args, **kwargs)
+        return 2 * y if isinstance(context.module, Leaf) else y
+
+    x = jnp.array([1.0, 2.0])
+    v = Tree().init(jax.random.key(0), x)
+    with nn.intercept_methods(record):
+        with nn.intercept_methods(double_leaves):
+            y = Tree().apply(v, x)
+    assert seen == [
+        (None, '__call__'),
+        (None, 'helper'),
+        ('left', '__call__'),
+        ('right', '__call__'),
+    ]
+    # (x + 1) doubled by each leaf
+    np.testing.assert_allclose(y, 4 * (x + 1))
+    assert _dispatch.get_runner() is None  # deactivated on exit
+
+
+def test_intercept_methods_nesting_order(labels_off):
+    order = []
+
+    def make(tag):
+        def interceptor(next_fun, args, kwargs, context):
+            order.append(f'{tag}>')
+            out = next_fun(*args, **kwargs)
+            order.append(f'<{tag}')
+            return out
+
+        return interceptor
+
+    v = {'params': {'w': jnp.ones(1)}}
+    with nn.intercept_methods(make('outer')), nn.intercept_methods(make('inner')):
+        Leaf().apply(v, jnp.ones(1))
+    assert order == ['outer>', 'inner>', '<inner', '<outer']
+
+
+def test_capture_intermediates_true_and_filter():
+    x = jnp.array([1.0, 2.0])
+    v = Tree().init(jax.random.key(0), x)
+    y, state = Tree().apply(v, x, capture_intermediates=True)
+    inter = state['intermediates']
+    np.testing.assert_allclose(inter['__call__'][0], y)
+    np.testing.assert_allclose(inter['left']['__call__'][0], x + 1)
+    np.testing.assert_allclose(inter['right']['__call__'][0], x + 1)
+    assert 'helper' not in inter
+
+    _, state = Tree().apply(v, x, capture_intermediates=lambda m, name: name == 'helper')
+    assert jax.tree_util.tree_map(jnp.shape, state['intermediates']) == {'helper': ((2,),)}
+    _, v2 = Tree().init_with_output(jax.random.key(0), x, capture_intermediates=True)
+    assert 'intermediates' in v2
+
+
+@pytest.fixture
+def default_name_rule(plugin):
+    """linen-profiling's rule, or a stand-in registered trylast when it is not installed."""
+    pm = _plugins.get_plugin_manager()
+    hook = getattr(pm.hook, 'linen_profiling_name', None)
+    if hook is None or not hook.get_hookimpls():
+
+        @hookimpl(trylast=True)
+        def linen_profiling_name(module, method_name, method):
+            base = module.name or type(module).__name__
+            return base if method_name == '__call__' else f'{base}.{method_name}'
+
+        plugin(types.SimpleNamespace(linen_profiling_name=linen_profiling_name), 'test-default')
+
+
+def test_profiling_name_default_and_override(default_name_rule, plugin):
+    leaf = Leaf(name='enc')
+    assert derive_profiling_name(leaf, '__call__', Leaf.__call__) == 'enc'
+    assert derive_profiling_name(Leaf(), 'helper', Leaf.helper) == 'Leaf.helper'
+
+    @hookimpl(tryfirst=True)
+    def linen_profiling_name(module, method_name, method):
+        if isinstance(module, Leaf):
+            return f'custom:{method_name}'
+        return None  # falls through to the default
+
+    plugin(types.SimpleNamespace(linen_profiling_name=linen_profiling_name), 'test-names')
+    assert derive_profiling_name(leaf, '__call__', Leaf.__call__) == 'custom:__call__'
+    assert derive_profiling_name(Tree(), 'helper', Tree.helper) == 'Tree.helper'
+    _plugins.unregister('test-names')
+    assert derive_profiling_name(leaf, '__call__', Leaf.__call__) == 'enc'
+
+
+def test_profiling_name_hook_error_names_plugin(default_name_rule, plugin):
+    @hookimpl(tryfirst=True)
+    def linen_profiling_name(module, method_name, method):
+        raise RuntimeError('bad name rule')
+
+    plugin(types.SimpleNamespace(linen_profiling_name=linen_profiling_name), 'test-bad-names')
+    with pytest.raises(nn.errors.PluginHookError, match='"test-bad-names".*bad name rule'):
+        derive_profiling_name(Leaf(), '__call__', Leaf.__call__)
