@@ -9,7 +9,9 @@ installing). Other languages (``toml``, ``bash``, ``text``) are never run.
 from __future__ import annotations
 
 import re
+import sys
 import textwrap
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,19 +59,26 @@ def run_page(path: Path, text: str | None = None) -> dict:
     traceback points at the line of the markdown file.
     """
     text = path.read_text(encoding='utf-8') if text is None else text
-    namespace: dict = {'__name__': f'docs.{path.stem}'}
-    for block in code_blocks(text):
-        if not block.runs:
-            continue
-        code = compile('\n' * (block.line - 1) + block.code, str(path), 'exec')
-        try:
-            exec(code, namespace)
-        except Exception as exc:
-            raise AssertionError(
-                f'{path.name}: the python block at line {block.line} raised '
-                f'{type(exc).__name__}: {exc}'
-            ) from exc
-    return namespace
+    # A real module in sys.modules: dataclasses (and so Modules) defined on a page
+    # look up their defining module by name.
+    module = types.ModuleType(f'_linen_docs_{path.stem.replace("-", "_")}')
+    module.__file__ = str(path)
+    sys.modules[module.__name__] = module
+    try:
+        for block in code_blocks(text):
+            if not block.runs:
+                continue
+            code = compile('\n' * (block.line - 1) + block.code, str(path), 'exec')
+            try:
+                exec(code, module.__dict__)
+            except Exception as exc:
+                raise AssertionError(
+                    f'{path.name}: the python block at line {block.line} raised '
+                    f'{type(exc).__name__}: {exc}'
+                ) from exc
+    finally:
+        sys.modules.pop(module.__name__, None)
+    return module.__dict__
 
 
 @pytest.mark.parametrize('page', PAGES, ids=[p.name for p in PAGES])
@@ -120,6 +129,16 @@ def test_code_blocks_parses_info_lines_and_indentation() -> None:
 def test_run_page_shares_one_namespace_and_skips_no_run(tmp_path) -> None:
     namespace = run_page(tmp_path / 'sample.md', _SAMPLE)
     assert (namespace['x'], namespace['y']) == (1, 2)
+
+
+def test_run_page_supports_dataclasses(tmp_path) -> None:
+    """Dataclasses resolve their module through sys.modules; a bare dict namespace fails that."""
+    page = (
+        '```python\nimport dataclasses\n\n@dataclasses.dataclass\n'
+        'class Point:\n    x: int\n\nassert Point(3).x == 3\n```\n'
+    )
+    namespace = run_page(tmp_path / 'page.md', page)
+    assert namespace['Point'](1) == namespace['Point'](1)
 
 
 def test_run_page_reports_the_markdown_line(tmp_path) -> None:
