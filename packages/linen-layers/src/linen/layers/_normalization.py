@@ -339,9 +339,9 @@ class RMSNorm(Module):
 
     >>> import jax, jax.numpy as jnp
     >>> import linen.nn as nn
-    >>> y, _ = nn.RMSNorm().init_with_output(jax.random.key(0), jnp.array([[3.0, 4.0]]))
+    >>> y, _ = nn.RMSNorm().init_with_output(jax.random.key(0), jnp.array([[1.0, -1.0]]))
     >>> y.round(3)
-    Array([[0.849, 1.131]], dtype=float32)
+    Array([[ 1., -1.]], dtype=float32)
     """
 
     epsilon: float = 1e-6
