@@ -183,11 +183,23 @@ def jit(
 
         if not issubclass(target, Module):
             raise errors.TransformTargetError(target)
+        # `nn.jit(Dense)(...)` inside a compact method runs on every call: the same
+        # wrapper class (hence the same compiled-function cache) must come back.
+        cache_key = (target, tuple(methods or ('__call__',)), _options_key(options))
+        try:
+            cached = _JIT_CLASSES.get(cache_key)
+        except TypeError:  # unhashable options (e.g. a device object): no caching
+            cache_key, cached = None, None
+        if cached is not None:
+            return cached
         attrs: dict[str, Any] = {'__module__': target.__module__}
         for method_name in methods or ('__call__',):
             orig = getattr(target, method_name)
             attrs[method_name] = _jit_method(orig, method_name, orig, options)
-        return type(f'Jit{target.__name__}', (target,), attrs)
+        jitted_cls = type(f'Jit{target.__name__}', (target,), attrs)
+        if cache_key is not None:
+            _JIT_CLASSES[cache_key] = jitted_cls
+        return jitted_cls
     if callable(target):
         fn = target
         is_compact = bool(getattr(fn, 'compact', False))
@@ -198,6 +210,19 @@ def jit(
 
         return _jit_method(fn, name, runner, options)
     raise errors.TransformTargetError(target)
+
+
+# Strong references: a weak cache would drop the class between two applies (types sit in
+# reference cycles, freed at gc time) and retrace at random. One entry per (class, options).
+_JIT_CLASSES: dict[tuple, type] = {}
+
+
+def _options_key(options: dict) -> tuple:
+    return tuple(
+        (k, tuple(v) if isinstance(v, list) else v)
+        for k, v in sorted(options.items())
+        if k != 'module_key'
+    )
 
 
 def _module_key(module):

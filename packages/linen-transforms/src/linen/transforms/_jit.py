@@ -106,7 +106,13 @@ def jit(
         return y, _pack.inner_mutated(inner, ())[0]
 
     # Donated positions count the caller's arguments; they live inside `dynamic`.
-    compiled = jax.jit(run, static_argnums=(0,), device=device, backend=backend)
+    compiled = jax.jit(
+        run,
+        static_argnums=(0,),
+        donate_argnums=(3,) if donate_argnums else (),
+        device=device,
+        backend=backend,
+    )
 
     def wrapper(extra, scope, *args, **kwargs):
         from linen.module._dispatch import active_wrappers
@@ -144,12 +150,7 @@ def jit(
         except TypeError:
             # Unhashable module fields or static arguments: trace every call.
             static = _Static((id(payload),), payload)
-        if donate_argnums:
-            y, mutated = jax.jit(
-                run, static_argnums=(0,), donate_argnums=(3,), device=device, backend=backend
-            )(static, variables, keys, dynamic, kwargs)
-        else:
-            y, mutated = compiled(static, variables, keys, dynamic, kwargs)
+        y, mutated = compiled(static, variables, keys, dynamic, kwargs)
         after = counters_after.get(static)
         if after is not None:
             counters.clear()
