@@ -1,0 +1,259 @@
+"""Lifted jit: same params as un-jitted, trace caching, static args, rng counters, collections."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import linen.nn as nn
+from linen.core import errors
+
+TRACES: list[str] = []
+
+
+def normal_init(key, shape):
+    return jax.random.normal(key, shape)
+
+
+class Dense(nn.Module):
+    features: int
+
+    @nn.compact
+    def __call__(self, x):
+        TRACES.append(self.name or 'Dense')  # runs once per trace under jit
+        w = self.param('w', normal_init, (x.shape[-1], self.features))
+        b = self.param('b', normal_init, (self.features,))
+        return x @ w + b
+
+
+class MLP(nn.Module):
+    features: tuple = (3, 4, 5)
+    jit: bool = True
+
+    @nn.compact
+    def __call__(self, x):
+        layer = nn.jit(Dense) if self.jit else Dense
+        for i, f in enumerate(self.features):
+            x = layer(f, name=f'layers_{i}')(x)
+            if i != len(self.features) - 1:
+                x = jnp.sin(x)
+        return x
+
+
+X = jax.random.uniform(jax.random.key(1), (4, 4))
+
+
+@pytest.fixture(autouse=True)
+def _clear_traces():
+    TRACES.clear()
+
+
+def leaves_equal(a, b):
+    assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
+    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_same_parameters_and_outputs_as_without_jit():
+    # Flax's nn.jit changes the parameters a key gives; ours does not.
+    jitted = MLP().init(jax.random.key(3), X)
+    plain = MLP(jit=False).init(jax.random.key(3), X)
+    leaves_equal(jitted, plain)
+    np.testing.assert_allclose(MLP().apply(jitted, X), MLP(jit=False).apply(plain, X), rtol=1e-6)
+
+
+def test_gradients_equal_the_unjitted_module():
+    variables = MLP(jit=False).init(jax.random.key(3), X)
+
+    def loss(model, v):
+        return jnp.sum(model.apply(v, X) ** 2)
+
+    g = jax.grad(functools.partial(loss, MLP()))(variables)
+    g_ref = jax.grad(functools.partial(loss, MLP(jit=False)))(variables)
+    for a, b in zip(jax.tree_util.tree_leaves(g), jax.tree_util.tree_leaves(g_ref)):
+        np.testing.assert_allclose(a, b, rtol=1e-5)
+
+
+def test_second_call_with_the_same_attributes_does_not_retrace():
+    model = nn.jit(Dense)(3)
+    variables = model.init(jax.random.key(0), X)
+    TRACES.clear()
+    y1 = model.apply(variables, X)
+    y2 = model.apply(variables, X + 1)
+    assert len(TRACES) == 1
+    p = variables['params']
+    np.testing.assert_allclose(y2, (X + 1) @ p['w'] + p['b'], rtol=1e-6)
+    np.testing.assert_allclose(y1, X @ p['w'] + p['b'], rtol=1e-6)
+
+
+def test_jit_inside_a_compact_method_compiles_once_across_applies():
+    variables = MLP(features=(6, 7)).init(jax.random.key(0), X)
+    TRACES.clear()
+    MLP(features=(6, 7)).apply(variables, X)
+    MLP(features=(6, 7)).apply(variables, X + 1)
+    assert TRACES == ['layers_0', 'layers_1']
+
+
+def test_changed_attributes_retrace():
+    variables = nn.jit(Dense)(9).init(jax.random.key(0), X)
+    TRACES.clear()
+    nn.jit(Dense)(9).apply(variables, X)
+    nn.jit(Dense)(9).apply(variables, X)
+    assert len(TRACES) == 1
+    v5 = nn.jit(Dense)(11).init(jax.random.key(0), X)
+    n = len(TRACES)
+    y = nn.jit(Dense)(11).apply(v5, X)
+    assert len(TRACES) == n + 1 and y.shape == (4, 11)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason='the cache key includes the scope path and the module name (the path feeds the '
+    'Python-side SHA-1 rng derivation); issue 4 asks for one compile at ten paths',
+)
+def test_same_class_at_ten_paths_compiles_once():
+    class Tower(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            for i in range(10):
+                x = nn.jit(Dense)(4, name=f'layers_{i}')(x)
+            return x
+
+    variables = Tower().init(jax.random.key(0), X)
+    TRACES.clear()
+    Tower().apply(variables, X)
+    assert len(TRACES) == 1
+
+
+class Scaled(nn.Module):
+    @nn.compact
+    def __call__(self, x, power, *, mode='add'):
+        TRACES.append(f'{power}-{mode}')
+        w = self.param('w', nn.initializers.ones, x.shape[-1:])
+        y = x * w
+        for _ in range(power):  # Python control flow: `power` must be static
+            y = y * 2
+        return y + 1 if mode == 'add' else y - 1
+
+
+def test_static_argnums_and_static_argnames():
+    model = nn.jit(Scaled, static_argnums=(1,), static_argnames=('mode',))()
+    variables = model.init(jax.random.key(0), X, 2, mode='add')
+    np.testing.assert_allclose(model.apply(variables, X, 2, mode='add'), X * 4 + 1, rtol=1e-6)
+    np.testing.assert_allclose(model.apply(variables, X, 3, mode='add'), X * 8 + 1, rtol=1e-6)
+    np.testing.assert_allclose(model.apply(variables, X, 3, mode='sub'), X * 8 - 1, rtol=1e-6)
+    np.testing.assert_allclose(model.apply(variables, X, 3, mode='sub'), X * 8 - 1, rtol=1e-6)
+    # one trace per distinct (power, mode); repeating one reuses it
+    assert TRACES == ['2-add', '2-add', '3-add', '3-sub']
+
+
+def test_a_traced_argument_cannot_drive_python_control_flow():
+    model = nn.jit(Scaled)()
+    with pytest.raises(jax.errors.TracerIntegerConversionError):
+        model.init(jax.random.key(0), X, jnp.array(2))
+
+
+@pytest.mark.filterwarnings('ignore:Some donated buffers were not usable')
+def test_donate_argnums_is_accepted():
+    model = nn.jit(Dense, donate_argnums=(0,))(3)
+    variables = model.init(jax.random.key(0), X)
+    p = variables['params']
+    y = model.apply(variables, jnp.array(X))
+    np.testing.assert_allclose(y, X @ p['w'] + p['b'], rtol=1e-6)
+
+
+class Noise(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return x + jax.random.uniform(self.make_rng('dropout'), x.shape)
+
+
+class TwoDrops(nn.Module):
+    jit: bool = True
+
+    @nn.compact
+    def __call__(self, x):
+        drop = nn.jit(Noise)(name='drop') if self.jit else Noise(name='drop')
+        return drop(x), drop(x)
+
+
+def test_rng_counters_continue_across_calls_like_unjitted():
+    rngs = {'dropout': jax.random.key(7)}
+    a, b = TwoDrops().apply({}, X, rngs=rngs)
+    assert not bool(jnp.array_equal(a, b))
+    a_ref, b_ref = TwoDrops(jit=False).apply({}, X, rngs=rngs)
+    np.testing.assert_array_equal(a, a_ref)
+    np.testing.assert_array_equal(b, b_ref)
+
+
+class Stateful(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        mean = self.variable('batch_stats', 'mean', jnp.zeros, x.shape[-1:])
+        n = self.variable('counter', 'n', lambda: jnp.zeros((), jnp.int32))
+        if not self.is_initializing():
+            mean.value = 0.9 * mean.value + 0.1 * x.mean(0)
+            n.value = n.value + 1
+        self.sow('intermediates', 'x', x)
+        return x - mean.value
+
+
+def test_mutable_collections_thread_through_jit():
+    model = nn.jit(Stateful)()
+    variables = model.init(jax.random.key(0), X)
+    y, upd = model.apply(variables, X, mutable=['batch_stats', 'counter', 'intermediates'])
+    np.testing.assert_allclose(upd['batch_stats']['mean'], 0.1 * X.mean(0), rtol=1e-6)
+    np.testing.assert_allclose(y, X - 0.1 * X.mean(0), rtol=1e-6)
+    assert int(upd['counter']['n']) == 1
+    np.testing.assert_array_equal(upd['intermediates']['x'][0], X)
+    _, upd2 = model.apply({**variables, **upd}, X, mutable=['batch_stats', 'counter'])
+    assert int(upd2['counter']['n']) == 2
+    np.testing.assert_allclose(upd2['batch_stats']['mean'], 0.19 * X.mean(0), rtol=1e-6)
+
+
+def test_immutable_apply_leaves_state_alone():
+    model = nn.jit(Stateful)()
+    variables = model.init(jax.random.key(0), X)
+    with pytest.raises(errors.ModifyScopeVariableError):
+        model.apply(variables, X)
+
+
+def test_method_decorator_and_methods_argument():
+    class Twice(nn.Module):
+        @nn.jit
+        @nn.compact
+        def __call__(self, x):
+            TRACES.append('call')
+            return Dense(3, name='d')(x) * 2
+
+    class WithEncode(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return self.encode(x)
+
+        def encode(self, x):
+            TRACES.append('encode')
+            return x * 3
+
+    variables = Twice().init(jax.random.key(0), X)
+    plain = Dense(3).init(jax.random.key(0), X)
+    # the submodule's key is derived from its path 'd' below the root
+    assert variables['params']['d']['w'].shape == (4, 3)
+    p = variables['params']['d']
+    np.testing.assert_allclose(Twice().apply(variables, X), 2 * (X @ p['w'] + p['b']), rtol=1e-6)
+    assert plain['params']['w'].shape == (4, 3)
+
+    J = nn.jit(WithEncode, methods=['encode'])
+    TRACES.clear()
+    np.testing.assert_allclose(J().apply({}, X), 3 * X)
+    np.testing.assert_allclose(J().apply({}, X), 3 * X)
+    assert TRACES == ['encode']
+
+
+def test_jit_of_a_non_module_is_a_target_error():
+    with pytest.raises(errors.TransformTargetError, match='Module class or a Module method'):
+        nn.jit(object)
