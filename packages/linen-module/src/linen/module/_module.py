@@ -782,16 +782,20 @@ def init(
     return wrapper
 
 
+class MergeParamError(errors.LinenError, ValueError):
+    """``merge_param`` got the value in both places, or in neither."""
+
+
 def merge_param(name: str, a: Any, b: Any) -> Any:
     """The one of ``a`` (attribute) and ``b`` (call argument) that is set; exactly one must be."""
     a_set, b_set = a is not None, b is not None
     if a_set and b_set:
-        raise errors.LinenError(
+        raise MergeParamError(
             f'Parameter "{name}" was passed both as a module attribute and as a call '
             'argument; pass it in one place only.'
         )
     if not a_set and not b_set:
-        raise errors.LinenError(
+        raise MergeParamError(
             f'Parameter "{name}" must be passed either as a module attribute or as a call argument.'
         )
     return a if a_set else b

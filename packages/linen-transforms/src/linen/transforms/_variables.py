@@ -37,6 +37,16 @@ def map_variables(
                 inner_mutable, intersect_filters(outer_mutable, mapped_collections)
             )
         keys, paths = _pack.rng_keys(scope)
+        if writable and init:
+            # Initialising: create the variables with a first run, so that
+            # trans_in_fn (which may create variables of its own, e.g.
+            # SpectralNorm's statistics) sees real values; the second run below
+            # then uses the mapped ones, and what is stored is their image.
+            first = _pack.make_inner_scope(
+                scope, {**mapped, **other}, _pack.streams(keys, paths), mutable=inner_mutable
+            )
+            fn(first, *args, **kwargs)
+            mapped = _pack.inner_mutated(first, (mapped_collections,))[0] or mapped
         inner = _pack.make_inner_scope(
             scope,
             {**trans_in_fn(mapped), **other},
