@@ -63,11 +63,6 @@ def test_built_in_a_compact_method():
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='linen.module: submodules held in a list field of a module assigned in '
-    'setup are not adopted (CallCompactUnboundModuleError); Flax adopts them',
-)
 def test_built_in_setup():
     class SetupNet(Module):
         def setup(self):

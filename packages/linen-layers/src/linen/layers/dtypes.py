@@ -39,7 +39,18 @@ def canonicalize_dtype(*args, dtype: Any | None = None, inexact: bool = True):
     dtype('float32')
     """
     if dtype is None:
-        dtype = jnp.result_type(*(x for x in args if x is not None))
+        present = [x for x in args if x is not None]
+        first = getattr(present[0], 'dtype', None) if present else None
+        # Common case on every call of a layer: inputs and params share one
+        # inexact dtype, and the lattice computation would only confirm it.
+        if (
+            first is not None
+            and all(getattr(x, 'dtype', None) == first for x in present)
+            and all(not getattr(x, 'weak_type', False) for x in present)
+            and jnp.issubdtype(first, jnp.inexact)
+        ):
+            return jnp.dtype(first)
+        dtype = jnp.result_type(*present)
         if inexact and not jnp.issubdtype(dtype, jnp.inexact):
             dtype = jnp.promote_types(jnp.float32, dtype)
     elif inexact and not jnp.issubdtype(dtype, jnp.inexact):

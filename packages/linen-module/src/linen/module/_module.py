@@ -353,7 +353,9 @@ class Module:
                 if key not in cache:
                     cache[key] = module.clone(parent=None, name=None, _deep_clone=True)
                 module = cache[key]
-            if module.__dict__['name'] is None and (module.parent is None or module.parent is self):
+            # Unnamed modules (made in some setup, not attached yet) belong to the
+            # module that holds them.
+            if module.__dict__['name'] is None:
                 module.__dict__['parent'] = self
                 module.__dict__['name'] = f'{name}{suffix}'
                 queue.append(module)
