@@ -434,3 +434,27 @@ def test_seed_lstm_scan_example():
     ref_carry, ref_ys = _loop(ref_lstm, variables['params']['lstm_cell'], zeros, xs, 1)
     _close(ys, ref_ys)
     _close(carry, ref_carry)
+
+
+def test_rnn_bfloat16_cell_keeps_the_carry_dtype():
+    # SimpleCell(dtype=bfloat16) returns a bfloat16 carry for a float32 one; the scan needs
+    # one carry type, so the step's carry is cast back (Flax stops with a scan type error).
+    rnn = RNN(SimpleCell(4, dtype=jnp.bfloat16), return_carry=True)
+    xs = _normal(0, (2, 5, 3))
+    variables = rnn.init(KEYS[1], xs)
+    carry, ys = rnn.apply(variables, xs)
+    assert carry.dtype == jnp.float32 and ys.dtype == jnp.bfloat16
+    _, ref_ys = _loop(ref_simple, variables['params']['cell'], jnp.zeros((2, 4)), xs, 1)
+    np.testing.assert_allclose(np.asarray(ys, np.float32), ref_ys, rtol=5e-2, atol=5e-2)
+
+
+def test_rnn_float64_inputs_get_a_float64_carry():
+    rnn = RNN(LSTMCell(4), return_carry=True)
+    xs = _normal(0, (2, 5, 3))
+    variables = rnn.init(KEYS[1], xs)
+    with jax.enable_x64(True):
+        (c, h), ys = rnn.apply(variables, xs.astype(jnp.float64))
+        assert c.dtype == h.dtype == ys.dtype == jnp.float64
+    zeros = (jnp.zeros((2, 4)), jnp.zeros((2, 4)))
+    _, ref_ys = _loop(ref_lstm, variables['params']['cell'], zeros, xs, 1)
+    _close(ys, ref_ys)

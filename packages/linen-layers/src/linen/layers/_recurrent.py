@@ -616,6 +616,27 @@ def _select_last_carry(carries, seq_lengths):
     return jax.tree_util.tree_map(pick, carries)
 
 
+def _promote_carry(carry, input_dtype):
+    """Widens a float carry to the inputs' float dtype (e.g. float64 inputs)."""
+    if not jnp.issubdtype(input_dtype, jnp.floating):
+        return carry
+
+    def widen(c):
+        dtype = jnp.promote_types(c.dtype, input_dtype)
+        return c if dtype == c.dtype else c.astype(dtype)
+
+    return jax.tree_util.tree_map(widen, carry)
+
+
+def _match_dtypes(new_carry, carry):
+    """Casts a step's carry back to the incoming carry's dtypes, as ``lax.scan`` needs."""
+    return jax.tree_util.tree_map(
+        lambda new, old: new if new.dtype == old.dtype else new.astype(old.dtype),
+        new_carry,
+        carry,
+    )
+
+
 def _first_leaf(tree):
     return jax.tree_util.tree_leaves(tree)[0]
 
@@ -642,6 +663,11 @@ class RNN(Module):
       unroll: how many steps to unroll in each iteration of the loop.
       variable_axes, variable_broadcast, variable_carry, split_rngs: passed to
         :func:`linen.transforms.scan`.
+
+    Where Flax's ``RNN`` stops with a scan carry type error, this one adapts: the carry it
+    builds itself is widened to the inputs' float dtype (float64 inputs get a float64
+    carry), and a step whose new carry has another dtype than the incoming one (a cell
+    with ``dtype=jnp.bfloat16`` fed a float32 carry) is cast back to the incoming dtype.
 
     >>> layer = RNN(LSTMCell(features=4))
     >>> x = jnp.ones((2, 5, 3))
@@ -721,15 +747,18 @@ class RNN(Module):
             if init_key is None:
                 init_key = jax.random.key(0)
             step_shape = shape[:time_axis] + shape[time_axis + 1 :]
-            carry = self.cell.initialize_carry(init_key, step_shape)
+            carry = _promote_carry(
+                self.cell.initialize_carry(init_key, step_shape), _first_leaf(inputs).dtype
+            )
 
         # With seq_lengths the carry after the last valid step is needed, not the final
         # one, so every step's carry is stacked as an extra output.
         keep_carries = seq_lengths is not None and return_carry
 
         def scan_fn(cell, carry, x):
-            carry, y = cell(carry, x)
-            return carry, ((carry, y) if keep_carries else y)
+            new_carry, y = cell(carry, x)
+            new_carry = _match_dtypes(new_carry, carry)
+            return new_carry, ((new_carry, y) if keep_carries else y)
 
         scanned = scan(
             scan_fn,
