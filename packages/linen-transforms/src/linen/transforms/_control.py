@@ -7,7 +7,6 @@ structure (as ``lax.cond`` requires of any output).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -18,12 +17,8 @@ from linen.core._filters import Filter, in_filter
 from linen.transforms import _pack
 
 
-def _branch(scope, variables, streams, fn, counters_before):
+def _branch(scope, variables, streams, fn):
     def run(*operands):
-        # Every branch is traced starting from the same rng counters, so a submodule
-        # that two branches share gets the same key whichever branch runs.
-        scope.rng_counters.clear()
-        scope.rng_counters.update(copy.deepcopy(counters_before))
         inner = _pack.make_inner_scope(scope, variables, streams)
         y = fn(inner, *operands)
         return y, _pack.inner_mutated(inner, ())[0]
@@ -33,8 +28,7 @@ def _branch(scope, variables, streams, fn, counters_before):
 
 def _state(scope):
     keys, paths = _pack.rng_keys(scope)
-    counters = copy.deepcopy(scope.rng_counters)
-    return _pack.gather_variables(scope), _pack.streams(keys, paths), counters
+    return _pack.gather_variables(scope), _pack.streams(keys, paths)
 
 
 def cond(
@@ -47,11 +41,11 @@ def cond(
     rngs: Filter = True,
 ):
     """``lax.cond`` of ``true_fun(scope, *operands)`` / ``false_fun(scope, *operands)``."""
-    variables_, streams, counters = _state(scope)
+    variables_, streams = _state(scope)
     y, mutated = lax.cond(
         pred,
-        _branch(scope, variables_, streams, true_fun, counters),
-        _branch(scope, variables_, streams, false_fun, counters),
+        _branch(scope, variables_, streams, true_fun),
+        _branch(scope, variables_, streams, false_fun),
         *operands,
     )
     _pack.write_back(scope, (mutated,))
@@ -67,9 +61,9 @@ def switch(
     rngs: Filter = True,
 ):
     """``lax.switch`` over ``branches``, each ``branch(scope, *operands)``."""
-    variables_, streams, counters = _state(scope)
+    variables_, streams = _state(scope)
     y, mutated = lax.switch(
-        index, [_branch(scope, variables_, streams, b, counters) for b in branches], *operands
+        index, [_branch(scope, variables_, streams, b) for b in branches], *operands
     )
     _pack.write_back(scope, (mutated,))
     return y
