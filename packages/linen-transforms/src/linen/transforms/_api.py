@@ -138,7 +138,7 @@ def remat_scan(
 
         return run
 
-    return lift('RematScan', target, make, None)
+    return lift('Remat_scan', target, make, None)
 
 
 def _nest(fn, length, policy, variable_broadcast, variable_carry, variable_axes, split_rngs):
@@ -225,9 +225,15 @@ def _options_key(options: dict) -> tuple:
     )
 
 
-def _module_key(module):
+def _module_key(module, labelled: bool):
+    """The part of a module that decides its trace: class and fields.
+
+    The instance name joins only while method wrappers (profiling labels) are
+    active: labels differ per instance, so the compiled programs do too.
+    """
     fields = tuple(module.__dict__[f] for f in type(module)._field_names)
-    return (type(module), module.name, _jit._hashable(fields)), module
+    name = module.name if labelled else None
+    return (type(module), name, _jit._hashable(fields)), module
 
 
 def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dict) -> Callable:
@@ -425,12 +431,12 @@ def map_variables(
             body, mapped_collections, trans_in_fn, trans_out_fn, init, mutable
         )
 
-    return lift('MapVariables', target, make, methods)
+    return lift('Map_variables', target, make, methods)
 
 
 def fold_rngs(target: Any, variables: Any = True, rngs: Any = True) -> Any:
     """The target's rng streams start from one fresh key each, drawn from the caller's."""
-    return lift('FoldRngs', target, lambda body: _variables.fold_rngs(body), None)
+    return lift('Fold_rngs', target, lambda body: _variables.fold_rngs(body), None)
 
 
 def add_metadata_axis(
@@ -440,7 +446,7 @@ def add_metadata_axis(
 ) -> Any:
     """Boxed variables of the target gain ``variable_axes`` in their metadata."""
     return lift(
-        'AddMetadataAxis',
+        'Add_metadata_axis',
         target,
         lambda body: _variables.add_metadata_axis(body, variable_axes, metadata_params),
         None,
