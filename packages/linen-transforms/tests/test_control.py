@@ -44,9 +44,8 @@ def test_cond_selects_a_branch_and_counts_it(pred):
     variables = CondFoo().init(jax.random.key(0), X, pred)
     w = variables['params']['dense']['w']
     assert w.shape == (4, 2)
-    # both branches name the same 'dense': the key is the same whichever runs at init
-    other = CondFoo().init(jax.random.key(0), X, not pred)
-    np.testing.assert_array_equal(other['params']['dense']['w'], w)
+    # As in Flax, branches are traced one after the other and share rng counters, so the
+    # init key of 'dense' depends on which branch runs (integration_tests checks Flax's values).
     y, upd = CondFoo().apply(variables, X, jnp.asarray(pred), mutable='state')
     np.testing.assert_allclose(y, (X @ w) if pred else -(X @ w), rtol=1e-6)
     counts = (int(upd['state']['true_count']), int(upd['state']['false_count']))
