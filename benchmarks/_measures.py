@@ -210,6 +210,24 @@ def measure_init_eager(bench: Bench, model: str, label: str, reps: int) -> Row:
     return _ratio_row(bench, row, model, sample, reps)
 
 
+def measure_init_trace(bench: Bench, model: str, label: str, reps: int) -> Row:
+    """``jax.make_jaxpr`` of ``init`` (fresh function): the library's share of a jitted init.
+
+    The first call of ``jax.jit(init)`` on the big models is dominated by XLA compiling
+    the random number generators (tens of seconds, the same for every library); tracing
+    alone shows what the library adds.
+    """
+    row = Row(f'init_trace_{model}', label, '—', 's', chart=True)
+
+    def sample(peer: str) -> float:
+        init = bench.impls[peer][model].init
+        return timed(
+            lambda: jax.make_jaxpr(lambda k, x: init(k, x))(bench.key, bench.inputs[model])
+        )
+
+    return _ratio_row(bench, row, model, sample, reps)
+
+
 def measure_init_jit_first(bench: Bench, model: str, label: str, reps: int) -> Row:
     """First call of ``jax.jit(init)``: trace, compile and run, with nothing cached."""
     row = Row(f'init_jit_first_{model}', label, '—', 's', chart=True)
@@ -327,7 +345,9 @@ def measure_compile(bench: Bench, model: str, label: str, reps: int) -> Row:
 
 
 def unrolled_over_scanned(bench: Bench, scan: Row, unrolled: Row) -> Row:
-    row = Row('compile_unrolled_over_scan', 'compile, unrolled ÷ scanned (same library)', '—', '×')
+    row = Row(
+        'compile_unrolled_over_scan', 'lower + compile, unrolled ÷ scanned (same library)', '—', '×'
+    )
     for peer in bench.peers:
         a, b = unrolled.medians.get(peer.name), scan.medians.get(peer.name)
         if a is None or b is None:

@@ -70,13 +70,9 @@ def run(out: Path, smoke: bool = False, peers: tuple[str, ...] = PEER_NAMES, log
     )
     step('init')
     rows.append(m.measure_init_eager(bench, 'mlp', f'eager init, {mlp}', plan.reps))
+    rows.append(m.measure_init_trace(bench, 'mlp', f'trace of init, {mlp}', plan.reps))
     rows.append(
-        m.measure_init_jit_first(bench, 'mlp', f'first call of jit(init), {mlp}', plan.compile_reps)
-    )
-    rows.append(
-        m.measure_init_jit_first(
-            bench, 'transformer', f'first call of jit(init), {tf}', plan.compile_reps
-        )
+        m.measure_init_jit_first(bench, 'tiny', f'first call of jit(init), {tiny}', plan.reps)
     )
     step('per-call overheads')
     rows.append(
@@ -97,8 +93,10 @@ def run(out: Path, smoke: bool = False, peers: tuple[str, ...] = PEER_NAMES, log
         m.measure_step(bench, 'transformer', f'compiled step, {tf}', plan.reps, plan.step_calls)
     )
     step('compile, scanned vs unrolled')
-    scan = m.measure_compile(bench, 'scan', f'compile, {res} scanned', plan.compile_reps)
-    unrolled = m.measure_compile(bench, 'unrolled', f'compile, {res} unrolled', plan.compile_reps)
+    scan = m.measure_compile(bench, 'scan', f'lower + compile, {res} scanned', plan.compile_reps)
+    unrolled = m.measure_compile(
+        bench, 'unrolled', f'lower + compile, {res} unrolled', plan.compile_reps
+    )
     rows += [scan, unrolled, m.unrolled_over_scanned(bench, scan, unrolled)]
 
     wall = time.perf_counter() - start
