@@ -400,3 +400,15 @@ def test_self_attention_and_alias():
     mha = MultiHeadAttention(num_heads=2)
     np.testing.assert_allclose(mha.apply(variables, x), ref, rtol=1e-4, atol=1e-4)
     assert issubclass(MultiHeadAttention, MultiHeadDotProductAttention)
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import linen.layers._attention as module
+
+    globs = {**vars(module), 'jax': jax, 'jnp': jnp}
+    result = doctest.testmod(
+        module, globs=globs, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    )
+    assert result.attempted > 0 and result.failed == 0

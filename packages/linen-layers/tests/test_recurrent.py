@@ -458,3 +458,15 @@ def test_rnn_float64_inputs_get_a_float64_carry():
     zeros = (jnp.zeros((2, 4)), jnp.zeros((2, 4)))
     _, ref_ys = _loop(ref_lstm, variables['params']['cell'], zeros, xs, 1)
     _close(ys, ref_ys)
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import linen.layers._recurrent as module
+
+    globs = {**vars(module), 'jax': jax, 'jnp': jnp}
+    result = doctest.testmod(
+        module, globs=globs, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    )
+    assert result.attempted > 0 and result.failed == 0

@@ -14,6 +14,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from linen.core.errors import LinenError
@@ -246,7 +247,8 @@ def dot_product_attention_weights(
         raise ValueError(
             'dot_product_attention_weights: pass `einsum` or `einsum_dot_general`, not both.'
         )
-    query = query / jnp.sqrt(query.shape[-1]).astype(dtype)
+    # A host-side constant: jnp.sqrt here would run an eager device op on every trace.
+    query = query / np.sqrt(query.shape[-1]).astype(dtype)
     logits = _qk_logits(query, key, precision, einsum_dot_general, einsum)
     if bias is not None:
         if not _broadcasts_to(jnp.shape(bias), logits.shape):
@@ -270,7 +272,7 @@ def dot_product_attention_weights(
         else:
             mask_shape = weights.shape
         keep = jax.random.bernoulli(dropout_rng, keep_prob, mask_shape)
-        weights = weights * (keep.astype(weights.dtype) / jnp.asarray(keep_prob, weights.dtype))
+        weights = weights * (keep.astype(weights.dtype) / np.asarray(keep_prob, weights.dtype))
     return weights
 
 
