@@ -412,3 +412,56 @@ def test_docstring_examples_run():
         module, globs=globs, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
     )
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_einsum_overrides():
+    q, k, v = _normal(0, (2, 4, 2, 8)), _normal(1, (2, 5, 2, 8)), _normal(2, (2, 5, 2, 8))
+    calls = []
+
+    def counting_dot_general(*args, **kwargs):
+        calls.append(1)
+        return jax.lax.dot_general(*args, **kwargs)
+
+    def counting_einsum(*args, **kwargs):
+        calls.append(2)
+        return jnp.einsum(*args, **kwargs)
+
+    expected = ref_attention(q, k, v)
+    out = dot_product_attention(q, k, v, einsum_dot_general=counting_dot_general)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    assert calls.count(1) == 2
+    out = dot_product_attention(
+        q, k, v, qk_attn_weights_einsum=counting_einsum, attn_weights_value_einsum=counting_einsum
+    )
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    assert calls.count(2) == 2
+    with pytest.raises(ValueError, match='not both'):
+        dot_product_attention_weights(
+            q, k, einsum=counting_einsum, einsum_dot_general=counting_dot_general
+        )
+
+
+def test_mha_dot_general_and_einsum_classes():
+    calls = []
+
+    def counting_dot_general(*args, **kwargs):
+        calls.append('qkv')
+        return jax.lax.dot_general(*args, **kwargs)
+
+    class CountingEinsum:
+        def __call__(self, *args, **kwargs):
+            calls.append('einsum')
+            return jnp.einsum(*args, **kwargs)
+
+    layer = MultiHeadDotProductAttention(
+        num_heads=2,
+        qkv_dot_general=counting_dot_general,
+        qk_attn_weights_einsum_cls=CountingEinsum,
+        attn_weights_value_einsum_cls=CountingEinsum,
+    )
+    x = _normal(0, (2, 3, 4))
+    variables = layer.init(KEYS[1], x)
+    calls.clear()
+    out = layer.apply(variables, x)
+    assert calls.count('qkv') == 3 and calls.count('einsum') == 2
+    np.testing.assert_allclose(out, ref_mha(variables['params'], x, x, x), rtol=1e-4, atol=1e-4)

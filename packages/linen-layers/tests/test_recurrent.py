@@ -470,3 +470,23 @@ def test_docstring_examples_run():
         module, globs=globs, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
     )
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_rnn_per_step_params():
+    rnn = RNN(
+        SimpleCell(4),
+        variable_axes={'params': 0},
+        variable_broadcast=False,
+        split_rngs={'params': True},
+    )
+    xs = _normal(0, (2, 5, 3))
+    variables = rnn.init(KEYS[1], xs)
+    kernels = variables['params']['cell']['h']['kernel']
+    assert kernels.shape == (5, 4, 4)
+    assert not np.allclose(kernels[0], kernels[1])
+    ys = rnn.apply(variables, xs)
+    h = jnp.zeros((2, 4))
+    for t in range(5):
+        step_params = jax.tree_util.tree_map(lambda p, t=t: p[t], variables['params']['cell'])
+        h, y = ref_simple(step_params, h, xs[:, t])
+        _close(ys[:, t], y)
