@@ -57,6 +57,10 @@ class RngStream:
     def derive(self, count: int) -> Any:
         return fold_in_path(self.key, self.path + (count,))
 
+    def with_key(self, key: Any) -> RngStream:
+        """The same path over another root key (a split of this one, say)."""
+        return RngStream(key, self.path)
+
     def materialize(self) -> Any:
         """The key this stream stands for at its own path (used when lifting)."""
         return fold_in_path(self.key, self.path)

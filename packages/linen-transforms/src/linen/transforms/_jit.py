@@ -6,10 +6,16 @@ module's fields (for module methods), the static arguments, and the method
 wrappers active in this context (so toggling profiling labels retraces instead
 of leaving stale labels). Variables and rng keys are traced arguments.
 
-Rng streams keep their path-based derivation inside the compiled function, so
-``nn.jit`` gives the same parameters for a key as the un-jitted module (Flax's
-does not). The rng counters after the call are remembered per cache entry, so
-a second call continues counting as the un-jitted code would.
+Rng streams keep Flax's path-based derivation, so ``nn.jit`` gives the same
+parameters for a key as the un-jitted module (Flax's does not), and yet the
+module's path is not part of the cache key: the compiled function receives the
+32-bit path hashes it needs as a traced array, computed outside for the
+caller's path. Which (stream, relative path, count) hashes a trace needs is
+learned once per cache entry by an abstract trace (``jax.eval_shape``), so the
+same module class with the same attributes at ten paths compiles once.
+
+The rng counters after the call are remembered per cache entry, so a second
+call continues counting as the un-jitted code would.
 """
 
 from __future__ import annotations
@@ -19,12 +25,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import numpy as np
 
 from linen.core._filters import DenyList, in_filter
-from linen.core._rng import RngStream
+from linen.core._rng import path_hash
 from linen.core._scope import Scope, _Root, _thaw
 from linen.transforms import _pack
 from linen.transforms._remat import merge_static, split_static
+from linen.transforms.errors import TransformArgumentError
 
 
 def _hashable(x: Any) -> Any:
@@ -61,6 +69,66 @@ class _Static:
         return isinstance(other, _Static) and self.key == other.key
 
 
+class _HashesNeeded(Exception):
+    """Raised by a first trace that assumed no rng use, when it meets one."""
+
+
+class _HashTable:
+    """Where streams inside a compiled function find their path hashes.
+
+    While discovering (``index is None``) lookups are recorded and answer 0;
+    afterwards each (stream, items) maps to a position of the traced ``hashes``.
+    """
+
+    __slots__ = ('index', 'hashes', 'seen')
+
+    def __init__(self, index: dict | None, hashes: Any):
+        self.index = index
+        self.hashes = hashes
+        self.seen: list[tuple] = []
+
+    def lookup(self, stream: str, items: tuple) -> Any:
+        if self.index is None:
+            if (stream, items) not in self.seen:
+                self.seen.append((stream, items))
+            return np.uint32(0)
+        position = self.index.get((stream, items))
+        if position is None:
+            if not self.index:
+                raise _HashesNeeded()
+            raise TransformArgumentError(
+                f'nn.jit: rng stream "{stream}" was used at {items} in a way the first trace '
+                'did not show; the jitted function must use the same rngs on every trace.'
+            )
+        return self.hashes[position]
+
+
+class _TableRngStream:
+    """An rng stream inside a lifted jit: the caller's path hashed outside, the rest inside."""
+
+    __slots__ = ('key', 'stream', 'rel', 'table')
+
+    def __init__(self, key: Any, stream: str, rel: tuple, table: _HashTable):
+        self.key = key
+        self.stream = stream
+        self.rel = rel
+        self.table = table
+
+    def child(self, name: str) -> _TableRngStream:
+        return _TableRngStream(self.key, self.stream, self.rel + (name,), self.table)
+
+    def with_key(self, key: Any) -> _TableRngStream:
+        return _TableRngStream(key, self.stream, self.rel, self.table)
+
+    def derive(self, count: int) -> Any:
+        return jax.random.fold_in(self.key, self.table.lookup(self.stream, self.rel + (count,)))
+
+    def materialize(self) -> Any:
+        if not self.rel:
+            return self.key
+        return jax.random.fold_in(self.key, self.table.lookup(self.stream, self.rel))
+
+
 def jit(
     fn: Callable,
     static_argnums: int | Sequence[int] = (),
@@ -82,8 +150,10 @@ def jit(
     if isinstance(donate_argnums, int):
         donate_argnums = (donate_argnums,)
     counters_after: dict[_Static, dict] = {}
+    # cache key without the hash index -> the (stream, items) a trace needs
+    needed: dict[Any, tuple] = {}
 
-    def run(static: _Static, variables, keys, dynamic, dyn_kwargs):
+    def run(static: _Static, variables, keys, hashes, dynamic, dyn_kwargs):
         p = static.payload
         root = _Root(
             {c: (_thaw(v) if in_filter(p['mutable'], c) else v) for c, v in variables.items()},
@@ -91,66 +161,104 @@ def jit(
             offset=len(p['path']),
         )
         counters = copy.deepcopy(p['counters'])
+        table = _HashTable(p['index'], hashes)
         inner = Scope(
             root,
             p['name'],
             None,
-            rngs={n: RngStream(k, p['rng_paths'][n]) for n, k in keys.items()},
+            rngs={n: _TableRngStream(k, n, (), table) for n, k in keys.items()},
             rng_counters=counters,
             flags=p['flags'],
         )
         inner.path = p['path']
         args = merge_static(dynamic, p['static_args'])
         y = fn(p['extra'], inner, *args, **dyn_kwargs, **p['static_kwargs'])
-        counters_after[static] = counters
+        if p['index'] is None:
+            p['seen'] = tuple(table.seen)
+        else:
+            counters_after[static] = counters
         return y, _pack.inner_mutated(inner, ())[0]
 
     # Donated positions count the caller's arguments; they live inside `dynamic`.
     compiled = jax.jit(
         run,
         static_argnums=(0,),
-        donate_argnums=(3,) if donate_argnums else (),
+        donate_argnums=(4,) if donate_argnums else (),
         device=device,
         backend=backend,
     )
+
+    def _call(base, payload, seen, templates, variables, keys, dynamic, kwargs):
+        payload['index'] = {item: i for i, item in enumerate(seen)}
+        hashes = np.array(
+            [path_hash(_stream_path(templates[stream]) + items) for stream, items in seen],
+            dtype=np.uint32,
+        )
+        static = _Static(base, payload)
+        y, mutated = compiled(static, variables, keys, hashes, dynamic, kwargs)
+        return y, mutated, static
 
     def wrapper(extra, scope, *args, **kwargs):
         from linen.module._dispatch import active_wrappers
 
         variables = _pack.gather_variables(scope)
-        keys, rng_paths = _pack.rng_keys(scope)
+        keys, templates = _pack.rng_keys(scope)
         dynamic, static_args = split_static(args, static_argnums)
         static_kwargs = {k: kwargs.pop(k) for k in static_argnames if k in kwargs}
-        extra_key, extra_obj = module_key(extra) if module_key is not None else (None, extra)
-        counters = scope.rng_counters
-        key = (
-            extra_key,
-            scope.path,
-            _hashable(rng_paths),
-            _hashable(counters),
-            _hashable(scope._root.mutable),
-            _hashable(dict(scope.flags)),
-            _hashable(static_args),
-            _hashable(static_kwargs),
-            active_wrappers(),
+        wrappers = active_wrappers()
+        extra_key, extra_obj = (
+            module_key(extra, bool(wrappers)) if module_key is not None else (None, extra)
         )
+        counters = scope.rng_counters
         payload = {
             'extra': extra_obj,
             'path': scope.path,
             'name': scope.name,
-            'rng_paths': rng_paths,
             'counters': counters,
             'mutable': scope._root.mutable,
             'flags': dict(scope.flags),
             'static_args': static_args,
             'static_kwargs': static_kwargs,
+            'index': None,
         }
+        base = (
+            extra_key,
+            len(scope.path),
+            tuple(sorted(keys)),
+            _hashable(counters),
+            _hashable(scope._root.mutable),
+            _hashable(dict(scope.flags)),
+            _hashable(static_args),
+            _hashable(static_kwargs),
+            wrappers,
+        )
         try:
-            static = _Static(key, payload)
+            hash(base)
         except TypeError:
             # Unhashable module fields or static arguments: trace every call.
-            static = _Static((id(payload),), payload)
-        y, mutated = compiled(static, variables, keys, dynamic, kwargs)
+            base = (id(payload),)
+        seen = needed.get(base)
+        try:
+            # First call: assume the function draws no random numbers (apply
+            # usually doesn't), so a single trace suffices.
+            y, mutated, static = _call(
+                base, payload, seen or (), templates, variables, keys, dynamic, kwargs
+            )
+        except _HashesNeeded:
+            # It does: learn by an abstract trace which path hashes it needs.
+            payload['index'] = None
+            jax.eval_shape(
+                lambda v, k, d, kw: run(_Static(('discover',) + base, payload), v, k, None, d, kw),
+                variables,
+                keys,
+                dynamic,
+                kwargs,
+            )
+            seen = payload.pop('seen')
+            y, mutated, static = _call(
+                base, payload, seen, templates, variables, keys, dynamic, kwargs
+            )
+        needed[base] = seen or ()
         after = counters_after.get(static)
         if after is not None:
             counters.clear()
@@ -159,3 +267,12 @@ def jit(
         return y
 
     return wrapper
+
+
+def _stream_path(stream: Any) -> tuple:
+    path = getattr(stream, 'path', None)
+    if path is not None:
+        return path
+    raise TransformArgumentError(
+        'nn.jit inside another nn.jit uses rng streams: not supported yet; remove the inner nn.jit.'
+    )

@@ -17,7 +17,6 @@ import jax
 
 from linen.core import meta
 from linen.core._filters import Filter, in_filter
-from linen.core._rng import RngStream
 from linen.core._scope import Scope, _Root, _thaw
 
 __all__ = [
@@ -99,14 +98,19 @@ def write_back(outer: Scope, groups: Sequence[dict[str, Any]]) -> None:
             d.update(tree)
 
 
-def rng_keys(scope: Scope) -> tuple[dict[str, Any], dict[str, tuple]]:
-    """The raw keys of a scope's streams and their paths (static)."""
+def rng_keys(scope: Scope) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The raw keys of a scope's streams, and the streams as templates.
+
+    A transform passes the keys through (split or not) and rebuilds streams of
+    the same kind around them with :func:`streams`.
+    """
     rngs = scope.rngs
-    return {n: r.key for n, r in rngs.items()}, {n: r.path for n, r in rngs.items()}
+    return {n: r.key for n, r in rngs.items()}, dict(rngs)
 
 
-def streams(keys: dict[str, Any], paths: dict[str, tuple]) -> dict[str, RngStream]:
-    return {n: RngStream(k, paths[n]) for n, k in keys.items()}
+def streams(keys: dict[str, Any], templates: dict[str, Any]) -> dict[str, Any]:
+    """Streams like ``templates`` (same path, same derivation) around ``keys``."""
+    return {n: templates[n].with_key(k) for n, k in keys.items()}
 
 
 def split_keys(keys: dict[str, Any], split: Filter, n: int) -> tuple[dict, dict]:
