@@ -64,7 +64,7 @@ def group_index(col: str, filters: Sequence[Filter]) -> int:
 def make_inner_scope(
     outer: Scope,
     variables: dict[str, Any],
-    rngs: dict[str, RngStream],
+    rngs: dict[str, Any],
     mutable: Filter | None = None,
 ) -> Scope:
     """A root scope standing for ``outer`` inside a transform."""
