@@ -30,6 +30,8 @@ class Plan:
     warmup: bool = True
 
 
+RESULTS = Path(__file__).with_name('RESULTS.md')
+
 FULL_PLAN = Plan(reps=7, import_reps=5, compile_reps=3, eager_calls=200, step_calls=50)
 # The smoke run only proves the code paths work: no warm-up round, one of everything.
 SMOKE_PLAN = Plan(reps=1, import_reps=1, compile_reps=1, eager_calls=2, step_calls=2, warmup=False)
@@ -124,8 +126,17 @@ def main(argv=None) -> None:
         default=','.join(PEER_NAMES),
         help='comma list of columns (pure JAX is always measured)',
     )
+    parser.add_argument(
+        '--publish',
+        action='store_true',
+        help='also copy the table to benchmarks/RESULTS.md (full runs only)',
+    )
     args = parser.parse_args(argv)
+    if args.publish and args.smoke:
+        parser.error('--publish is for full runs: a smoke table says nothing about speed')
     run(args.out, smoke=args.smoke, peers=tuple(args.peers.split(',')))
+    if args.publish:
+        RESULTS.write_text((args.out / 'results.md').read_text())
 
 
 if __name__ == '__main__':
