@@ -115,12 +115,6 @@ def models(nn):
 X = jax.random.normal(jax.random.key(1), (4, 3))
 XS = jax.random.normal(jax.random.key(2), (5, 4, 3))
 
-SCAN_SPLIT_GAP = pytest.mark.xfail(
-    strict=True,
-    reason='scan with split_rngs and stacked params derives different per-step keys than '
-    "Flax's lift.scan (vmap's per-slice keys do match); reported to the lead",
-)
-
 CASES = {
     'VmapDense': (X,),
     'ScanStacked': (jnp.zeros((4, 3)), XS),
@@ -145,13 +139,7 @@ def run(nn, case):
     return jax.tree_util.tree_map(np.asarray, dict(variables)), y
 
 
-@pytest.mark.parametrize(
-    'case',
-    [
-        pytest.param(c, marks=SCAN_SPLIT_GAP) if c in ('ScanStacked', 'RematScan') else c
-        for c in CASES
-    ],
-)
+@pytest.mark.parametrize('case', list(CASES))
 def test_same_variables_and_outputs_as_flax(case):
     ours_vars, ours_y = run(linen_nn, case)
     flax_vars, flax_y = run(flax_nn, case)

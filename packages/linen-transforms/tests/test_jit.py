@@ -115,23 +115,29 @@ def test_changed_attributes_retrace():
     assert len(TRACES) > n and y.shape == (4, 11)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='the cache key includes the scope path and the module name (the path feeds the '
-    'Python-side SHA-1 rng derivation); issue 4 asks for one compile at ten paths',
-)
 def test_same_class_at_ten_paths_compiles_once():
+    """Profiling labels off: the path is not in the cache key (the rng hashes are traced)."""
+
     class Tower(nn.Module):
+        jitted: bool = True
+
         @nn.compact
         def __call__(self, x):
             for i in range(10):
-                x = nn.jit(Dense)(4, name=f'layers_{i}')(x)
+                layer = nn.jit(Dense) if self.jitted else Dense
+                x = layer(4, name=f'layers_{i}')(x)
             return x
 
-    variables = Tower().init(jax.random.key(0), X)
-    TRACES.clear()
-    Tower().apply(variables, X)
+    x = jnp.ones((2, 4))
+    labels_off = pytest.importorskip('linen.profiling').override_named_call(False)
+    with labels_off:
+        variables = Tower().init(jax.random.key(0), x)
+        TRACES.clear()
+        Tower().apply(variables, x)
     assert len(TRACES) == 1
+    # and every layer got the parameters the un-jitted tower gives for the key
+    plain = Tower(jitted=False).init(jax.random.key(0), x)
+    jax.tree_util.tree_map(np.testing.assert_array_equal, variables, plain)
 
 
 class Scaled(nn.Module):

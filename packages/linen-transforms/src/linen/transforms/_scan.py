@@ -8,7 +8,6 @@ before the loop), ``variable_carry`` collections are threaded from step to step,
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -64,15 +63,6 @@ def _scan_length(xs: tuple, axes: tuple, length: int | None) -> int:
     return sizes.pop()
 
 
-def _snapshot(counters: dict) -> dict:
-    return copy.deepcopy(counters)
-
-
-def _restore(counters: dict, saved: dict) -> None:
-    counters.clear()
-    counters.update(saved)
-
-
 def scan(
     fn: Callable,
     variable_axes: Mapping[Filter, int] | None = None,
@@ -120,24 +110,26 @@ def scan(
             c, ys = fn(inner, c, *x_args, **kwargs)
             return inner, c, ys
 
-        # Broadcast collections that the body would create (init) are created once,
-        # outside the loop, from the first step's inputs; the loop then reads them.
+        # The body runs once before the loop, on the first step's inputs: for real
+        # when broadcast collections must be created (init), so the loop can read
+        # them; abstractly otherwise. Either way its rng draws count, as in Flax:
+        # inside the loop a scope's first make_rng is its second.
+        first = tuple(
+            x
+            if ax is broadcast
+            else jax.tree_util.tree_map(lambda a, ax=ax: jnp.take(a, 0, axis=ax), x)
+            for x, ax in zip(xs, in_spec)
+        )
+        variables = {**bcast_vars, **carry_vars, **rest_vars}
+        for g in axis_vars:
+            variables.update(jax.tree_util.tree_map(lambda a: a[0], g))
         if any(in_filter(mutable, c) for c in _broadcast_cols(variable_broadcast, mutable)):
-            saved = _snapshot(scope.rng_counters)
-            first = tuple(
-                x
-                if ax is broadcast
-                else jax.tree_util.tree_map(lambda a, ax=ax: jnp.take(a, 0, axis=ax), x)
-                for x, ax in zip(xs, in_spec)
+            inner, _, _ = run_step(variables, dict(split), carry, first)
+            bcast_vars.update(_pack.inner_mutated(inner, (variable_broadcast,))[0])
+        else:
+            jax.eval_shape(
+                lambda v, c, f: run_step(v, dict(split), c, f)[1:], variables, carry, first
             )
-            variables = {**bcast_vars, **carry_vars, **rest_vars}
-            for g in axis_vars:
-                variables.update(jax.tree_util.tree_map(lambda a: a[0], g))
-            first_keys = {k: v for k, v in split.items()}
-            inner, _, _ = run_step(variables, first_keys, carry, first)
-            created = _pack.inner_mutated(inner, (variable_broadcast,))[0]
-            bcast_vars.update(created)
-            _restore(scope.rng_counters, saved)
 
         step_keys = {k: jax.random.split(v, n) for k, v in split.items()}
         scanned_xs = tuple(
