@@ -290,20 +290,7 @@ RNN_CASES = {
 }
 
 
-# linen.transforms.scan with split_rngs={'params': True} derives other per-step keys than
-# Flax's lifted scan (nn.scan over a bare Dense shows it too): reported to the lead.
-_KNOWN_SCAN_RNG_MISMATCH = pytest.mark.xfail(
-    strict=True, reason='linen.transforms.scan splits rngs differently from flax'
-)
-
-
-@pytest.mark.parametrize(
-    'case',
-    [
-        pytest.param(c, marks=_KNOWN_SCAN_RNG_MISMATCH) if c == 'per-step-params' else c
-        for c in sorted(RNN_CASES)
-    ],
-)
+@pytest.mark.parametrize('case', sorted(RNN_CASES))
 def test_rnn(case):
     attrs, call_kwargs = RNN_CASES[case]
     cell = 'GRUCell' if case.startswith('gru') else 'LSTMCell'
