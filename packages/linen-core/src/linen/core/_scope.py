@@ -63,6 +63,21 @@ def _abstract_key():
     return _ABSTRACT_KEY[0]
 
 
+class _Same:
+    """Hashes and compares by identity (a code object's own hash walks its bytes)."""
+
+    __slots__ = ('obj',)
+
+    def __init__(self, obj: Any):
+        self.obj = obj  # the reference keeps the id from being reused
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.obj is self.obj
+
+
 def _structural_key(fn: Any) -> Any:
     """A key equal for initializers that compute the same thing.
 
@@ -74,7 +89,7 @@ def _structural_key(fn: Any) -> Any:
     if code is not None:
         try:
             cells = tuple(c.cell_contents for c in fn.__closure__ or ())
-            key = (code, cells, fn.__defaults__, tuple((fn.__kwdefaults__ or {}).items()))
+            key = (_Same(code), cells, fn.__defaults__, tuple((fn.__kwdefaults__ or {}).items()))
             hash(key)
             return key
         except (TypeError, ValueError):
@@ -140,8 +155,16 @@ def _meta():
     return _META[0]
 
 
+_BOXED_TYPES: dict[type, bool] = {}
+
+
 def _is_boxed(value) -> bool:
-    return isinstance(value, _meta().AxisMetadata)
+    # A dict lookup per type instead of an ABC isinstance check per call.
+    kind = type(value)
+    boxed = _BOXED_TYPES.get(kind)
+    if boxed is None:
+        boxed = _BOXED_TYPES[kind] = isinstance(value, _meta().AxisMetadata)
+    return boxed
 
 
 def _unbox(value):
@@ -557,11 +580,13 @@ def apply(fn: Callable, mutable: Filter = False, flags: Mapping[str, Any] | None
     @functools.wraps(fn)
     def wrapper(variables, *args, rngs=None, **kwargs):
         root = bind(variables, rngs=rngs, mutable=mutable, flags=flags)
-        with root.temporary():
+        try:
             y = fn(root, *args, **kwargs)
             if mutable is not False:
                 return y, root.mutable_variables()
             return y
+        finally:
+            root.invalidate()
 
     return wrapper
 

@@ -121,9 +121,14 @@ class Dense(Module):
             else None
         )
         inputs, kernel, bias = self.promote_dtype(inputs, kernel, bias, dtype=self.dtype)
-        y = _pick_dot_general(self)(
-            inputs, kernel, (((inputs.ndim - 1,), (0,)), ((), ())), precision=self.precision
-        )
+        if self.dot_general is None and self.dot_general_cls is None:
+            # The same contraction; jnp.matmul has JAX's fast eager path and is
+            # what a pure JAX model writes, so traces and HLO match it.
+            y = jnp.matmul(inputs, kernel, precision=self.precision)
+        else:
+            y = _pick_dot_general(self)(
+                inputs, kernel, (((inputs.ndim - 1,), (0,)), ((), ())), precision=self.precision
+            )
         return _add_bias(y, bias)
 
 

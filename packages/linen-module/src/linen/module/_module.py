@@ -187,8 +187,17 @@ def _is_namedtuple(x) -> bool:
     return isinstance(x, tuple) and hasattr(x, '_fields')
 
 
+_HOLDER_TYPES: dict[type, bool] = {}
+
+
 def _might_hold_modules(value: Any) -> bool:
-    return isinstance(value, (Module, list, tuple, dict, Mapping))
+    # Per type, once: the Mapping ABC check is slow and runs for every field of
+    # every module on every first call.
+    kind = type(value)
+    holds = _HOLDER_TYPES.get(kind)
+    if holds is None:
+        holds = _HOLDER_TYPES[kind] = isinstance(value, (Module, list, tuple, dict, Mapping))
+    return holds
 
 
 class Module:
@@ -517,10 +526,16 @@ class Module:
 
     def _resolve_method(self, method: Any) -> Callable:
         if method is None:
-            for klass in type(self).__mro__:
-                if '__call__' in klass.__dict__:
-                    return klass.__dict__['__call__']
-            raise errors.ApplyModuleInvalidMethodError('__call__', type(self).__name__)
+            call = type(self).__dict__.get('_linen_call')
+            if call is None:
+                for klass in type(self).__mro__:
+                    if '__call__' in klass.__dict__:
+                        call = klass.__dict__['__call__']
+                        type.__setattr__(type(self), '_linen_call', call)
+                        break
+                else:
+                    raise errors.ApplyModuleInvalidMethodError('__call__', type(self).__name__)
+            return call
         if isinstance(method, str):
             attr = getattr(type(self), method, None)
             if attr is None or not callable(attr):
@@ -558,9 +573,23 @@ class Module:
 
         Returns the output, or ``(output, mutated_variables)`` when ``mutable`` is not False.
         """
-        return apply(
-            self, method=method, mutable=mutable, capture_intermediates=capture_intermediates
-        )(variables, *args, rngs=rngs, **kwargs)
+        # The hot path of eager use: no wrapper functions built per call.
+        fn = self._resolve_method(method)
+        if capture_intermediates:
+            mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
+        root = core_bind(variables, rngs=rngs, mutable=mutable)
+        try:
+            module = self.clone(parent=root, _deep_clone=True)
+            if capture_intermediates:
+                with _capture.capturing(capture_intermediates):
+                    y = fn(module, *args, **kwargs)
+            else:
+                y = fn(module, *args, **kwargs)
+            if mutable is not False:
+                return y, root.mutable_variables()
+            return y
+        finally:
+            root.invalidate()
 
     def init_with_output(
         self,
