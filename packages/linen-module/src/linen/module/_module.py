@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import inspect
 import typing
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -188,6 +189,8 @@ def _is_namedtuple(x) -> bool:
 
 
 _HOLDER_TYPES: dict[type, bool] = {}
+# class -> the function `apply` runs by default (its own or an inherited __call__)
+_CALL_METHODS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _might_hold_modules(value: Any) -> bool:
@@ -526,12 +529,11 @@ class Module:
 
     def _resolve_method(self, method: Any) -> Callable:
         if method is None:
-            call = type(self).__dict__.get('_linen_call')
+            call = _CALL_METHODS.get(type(self))
             if call is None:
                 for klass in type(self).__mro__:
                     if '__call__' in klass.__dict__:
-                        call = klass.__dict__['__call__']
-                        type.__setattr__(type(self), '_linen_call', call)
+                        call = _CALL_METHODS[type(self)] = klass.__dict__['__call__']
                         break
                 else:
                     raise errors.ApplyModuleInvalidMethodError('__call__', type(self).__name__)
