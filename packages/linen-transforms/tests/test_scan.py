@@ -328,3 +328,32 @@ def test_lifted_scan_adds_no_hlo_instructions():
     ref = jax.jit(pure).lower(variables, C0, XS).compile().as_text()
     assert sum(hlo_op_counts(ref).values()) > 0
     assert hlo_op_counts(ours) == hlo_op_counts(ref)
+
+
+def test_a_collection_no_scan_rule_covers_is_an_error():
+    from linen.transforms.errors import ScanCollectionError
+
+    class Sows(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            self.sow('intermediates', 'h', x)
+            return c + x, x
+
+    class Loop(nn.Module):
+        @nn.compact
+        def __call__(self, xs):
+            return nn.scan(Sows, variable_broadcast='params')(name='loop')(jnp.zeros(3), xs)
+
+    xs = jnp.ones((4, 3))
+    with pytest.raises(ScanCollectionError, match='"intermediates".*variable_axes'):
+        Loop().init(jax.random.key(0), xs, mutable=True)
+
+    # named by a rule, the sown values come out, one slice per step
+    class Covered(nn.Module):
+        @nn.compact
+        def __call__(self, xs):
+            scan = nn.scan(Sows, variable_broadcast='params', variable_axes={'intermediates': 0})
+            return scan(name='loop')(jnp.zeros(3), xs)
+
+    _, state = Covered().apply({}, xs, mutable=['intermediates'])
+    np.testing.assert_array_equal(state['intermediates']['loop']['h'][0], xs)

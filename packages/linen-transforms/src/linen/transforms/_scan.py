@@ -17,7 +17,7 @@ from jax import lax
 
 from linen.core._filters import Filter, in_filter
 from linen.transforms import _pack
-from linen.transforms.errors import ScanLengthError
+from linen.transforms.errors import ScanCollectionError, ScanLengthError
 
 
 class _Broadcast:
@@ -123,13 +123,26 @@ def scan(
         variables = {**bcast_vars, **carry_vars, **rest_vars}
         for g in axis_vars:
             variables.update(jax.tree_util.tree_map(lambda a: a[0], g))
+        written: list[str] = []
+
+        def first_step(v, c, f):
+            inner, c, ys = run_step(v, dict(split), c, f)
+            rest_out = _pack.inner_mutated(inner, filters)[-1]
+            written.extend(
+                col
+                for col, tree in rest_out.items()
+                if jax.tree_util.tree_structure(tree)
+                != jax.tree_util.tree_structure(rest_vars.get(col, {}))
+            )
+            return inner, c, ys
+
         if any(in_filter(mutable, c) for c in _broadcast_cols(variable_broadcast, mutable)):
-            inner, _, _ = run_step(variables, dict(split), carry, first)
+            inner, _, _ = first_step(variables, carry, first)
             bcast_vars.update(_pack.inner_mutated(inner, (variable_broadcast,))[0])
         else:
-            jax.eval_shape(
-                lambda v, c, f: run_step(v, dict(split), c, f)[1:], variables, carry, first
-            )
+            jax.eval_shape(lambda v, c, f: first_step(v, c, f)[1:], variables, carry, first)
+        if written:
+            raise ScanCollectionError(sorted(set(written)), scope.path_text)
 
         step_keys = {k: jax.random.split(v, n) for k, v in split.items()}
         scanned_xs = tuple(

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from linen.core.errors import LinenError
 
-__all__ = ['TransformAxisSizeError', 'ScanLengthError', 'TransformArgumentError']
+__all__ = [
+    'TransformAxisSizeError',
+    'ScanLengthError',
+    'ScanCollectionError',
+    'TransformArgumentError',
+]
 
 
 class TransformAxisSizeError(LinenError, ValueError):
@@ -30,6 +35,23 @@ class ScanLengthError(LinenError, ValueError):
         )
 
 
+class ScanCollectionError(LinenError, ValueError):
+    """The body of ``nn.scan`` writes a collection that no scan rule covers.
+
+    >>> nn.scan(Block, variable_broadcast='params')  # Block sows 'intermediates' # doctest: +SKIP
+    """
+
+    def __init__(self, collections, path: str):
+        names = ', '.join(f'"{c}"' for c in collections)
+        first = collections[0]
+        super().__init__(
+            f'nn.scan at "/{path}": the loop body writes collection(s) {names}, which '
+            'none of variable_broadcast, variable_carry or variable_axes names, so the '
+            f'writes would be lost. Add e.g. `variable_axes={{"{first}": 0}}` (one slice per '
+            f'step) or `variable_carry="{first}"` (threaded through the steps).'
+        )
+
+
 class TransformArgumentError(LinenError, ValueError):
     """A lifted transform got an argument specification it cannot use."""
 
@@ -37,5 +59,5 @@ class TransformArgumentError(LinenError, ValueError):
         super().__init__(msg)
 
 
-for _cls in (TransformAxisSizeError, ScanLengthError, TransformArgumentError):
+for _cls in (TransformAxisSizeError, ScanLengthError, ScanCollectionError, TransformArgumentError):
     _cls.__module__ = __name__
