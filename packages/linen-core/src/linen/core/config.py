@@ -71,18 +71,14 @@ class Config:
         self._lock = threading.Lock()
         for flag in _FLAGS.values():
             raw = os.environ.get(flag.env)
-            self._values[flag.name] = (
-                flag.default if raw is None else _parse_bool(flag.env, raw)
-            )
+            self._values[flag.name] = flag.default if raw is None else _parse_bool(flag.env, raw)
 
     @staticmethod
     def _canonical(name: str) -> str:
         if name.startswith('flax_'):
             name = 'linen_' + name[len('flax_') :]
         if name not in _FLAGS:
-            raise ConfigError(
-                f'Unknown linen config flag {name!r}; known flags: {sorted(_FLAGS)}.'
-            )
+            raise ConfigError(f'Unknown linen config flag {name!r}; known flags: {sorted(_FLAGS)}.')
         return name
 
     def __getattr__(self, name: str) -> Any:
