@@ -144,7 +144,8 @@ def bench(session: nox.Session) -> None:
     if not (ROOT / 'benchmarks' / 'run.py').is_file():
         session.skip('benchmarks/run.py does not exist yet')
     session.install(*_editable_args(), 'jax', 'flax', 'dm-haiku', 'equinox', 'optax', 'matplotlib')
-    session.run('python', '-m', 'benchmarks.run', *session.posargs)
+    # `nox -s bench -- --publish` also refreshes benchmarks/RESULTS.md.
+    session.run('python', '-m', 'benchmarks.run', '--out', 'bench-out', *session.posargs)
 
 
 # --------------------------------------------------------------------------- build
