@@ -18,6 +18,9 @@ from linen.core._filters import intersect_filters as intersect_filters
 from linen.core._filters import subtract_filters as subtract_filters
 from linen.core._filters import union_filters as union_filters
 from linen.core._plugins import get_plugin_manager as get_plugin_manager
+from linen.core._plugins import load_errors as plugin_load_errors
+from linen.core._plugins import register as register_plugin
+from linen.core._plugins import unregister as unregister_plugin
 from linen.core._scope import Scope as Scope
 from linen.core._scope import Variable as Variable
 from linen.core._scope import apply as apply
@@ -77,14 +80,17 @@ __all__ = [
     'intersect_filters',
     'lazy_init',
     'meta',
+    'plugin_load_errors',
     'pop',
     'pretty_repr',
+    'register_plugin',
     'serialization',
     'spmd',
     'struct',
     'subtract_filters',
     'unfreeze',
     'union_filters',
+    'unregister_plugin',
 ]
 
 
