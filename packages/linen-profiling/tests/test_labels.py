@@ -182,3 +182,37 @@ def test_labels_leave_the_optimized_hlo_unchanged():
         off = hlo(MLP())
     assert on != off
     assert strip_metadata(on) == strip_metadata(off)
+
+
+def test_nn_jit_retraces_when_labels_are_toggled():
+    """A lifted jit keys its cache on the active wrappers: no stale labels either way."""
+    jit = pytest.importorskip('linen.transforms').jit
+    traces = []
+
+    class Traced(lm.Module):
+        @lm.compact
+        def __call__(self, x):
+            traces.append(1)
+            return Dense(3, name='proj')(x)
+
+    class Outer(lm.Module):
+        @lm.compact
+        def __call__(self, x):
+            return jit(Traced)(name='block')(x)
+
+    variables = Outer().init(jax.random.key(0), X)
+
+    def lowered():
+        # a fresh outer function each time: only nn.jit's own cache can be reused
+        fn = jax.jit(lambda v, x: Outer().apply(v, x))
+        ops = labels(fn.lower(variables, X).compile().as_text()).split()
+        return ' '.join(op for op in ops if op.endswith('dot_general'))
+
+    traces.clear()
+    with_labels = lowered()
+    assert 'proj' in with_labels and len(traces) == 1
+    with override_named_call(False):
+        without = lowered()
+    assert len(traces) == 2  # retraced for the new labelling state
+    assert 'proj' not in without
+    assert 'proj' in lowered() and len(traces) == 2  # the labelled trace is reused
