@@ -157,39 +157,27 @@ def _check_qk(where, query, key):
 
 
 def _qk_logits(query, key, precision, einsum_dot_general, einsum):
-    """``[..., q, h, d] x [..., k, h, d] -> [..., h, q, k]``."""
-    if einsum is not None or einsum_dot_general is not None:
-        fn = (
-            einsum
-            if einsum is not None
-            else functools.partial(jnp.einsum, _dot_general=einsum_dot_general)
-        )
-        return fn('...qhd,...khd->...hqk', query, key, precision=precision)
-    n = query.ndim
-    batch = (*range(n - 3), n - 2)
-    # Batch dims of dot_general come first, in order, so the result is already
-    # [batch..., heads, q, k]: no transpose needed.
-    return lax.dot_general(query, key, (((n - 1,), (n - 1,)), (batch, batch)), precision)
+    """``[..., q, h, d] x [..., k, h, d] -> [..., h, q, k]``.
+
+    The same einsum Flax and a pure JAX model write, so the compiled program is
+    theirs too (a hand-ordered dot_general compiles to a different HLO).
+    """
+    fn = _einsum(einsum_dot_general, einsum)
+    return fn('...qhd,...khd->...hqk', query, key, precision=precision)
+
+
+def _einsum(einsum_dot_general, einsum):
+    if einsum is not None:
+        return einsum
+    if einsum_dot_general is not None:
+        return functools.partial(jnp.einsum, _dot_general=einsum_dot_general)
+    return jnp.einsum
 
 
 def _weights_times_value(weights, value, precision, einsum_dot_general, einsum):
     """``[..., h, q, k] x [..., k, h, d] -> [..., q, h, d]``."""
-    if einsum is not None or einsum_dot_general is not None:
-        fn = (
-            einsum
-            if einsum is not None
-            else functools.partial(jnp.einsum, _dot_general=einsum_dot_general)
-        )
-        return fn('...hqk,...khd->...qhd', weights, value, precision=precision)
-    n = value.ndim
-    out = lax.dot_general(
-        weights,
-        value,
-        (((n - 1,), (n - 3,)), ((*range(n - 3), n - 3), (*range(n - 3), n - 2))),
-        precision,
-    )
-    # dot_general gives [batch..., h, q, d]; swap heads and queries.
-    return jnp.swapaxes(out, -3, -2)
+    fn = _einsum(einsum_dot_general, einsum)
+    return fn('...hqk,...khd->...qhd', weights, value, precision=precision)
 
 
 # ----------------------------------------------------------------------------- functions
