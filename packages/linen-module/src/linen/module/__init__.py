@@ -12,16 +12,16 @@ from linen.core._scope import Variable as Variable
 from linen.module.__about__ import __version__ as __version__
 from linen.module._dispatch import MethodCallContext as MethodCallContext
 from linen.module._dispatch import invalidate_method_wrappers as invalidate_method_wrappers
+from linen.module._functional import apply as apply
+from linen.module._functional import init as init
+from linen.module._functional import init_with_output as init_with_output
+from linen.module._functional import merge_param as merge_param
+from linen.module._functional import share_scope as share_scope
 from linen.module._intercept import intercept_methods as intercept_methods
 from linen.module._module import Module as Module
-from linen.module._module import apply as apply
 from linen.module._module import compact as compact
 from linen.module._module import compact_name_scope as compact_name_scope
-from linen.module._module import init as init
-from linen.module._module import init_with_output as init_with_output
-from linen.module._module import merge_param as merge_param
 from linen.module._module import nowrap as nowrap
-from linen.module._module import share_scope as share_scope
 from linen.module._names import derive_profiling_name as derive_profiling_name
 from linen.module._state import module_stack as module_stack
 

@@ -1,4 +1,8 @@
-"""The method dispatcher's wrapper chain.
+"""The method dispatcher and its wrapper chain.
+
+Every wrapped Module method enters :func:`_call_wrapped_method`, which does the
+Module bookkeeping (lazy setup, compact state, the module stack) and runs the
+call through the chain of method wrappers.
 
 Wrappers come from the ``linen_method_wrapper`` hook. The composed chain is
 cached per context (a ContextVar, so threads and asyncio tasks that activate a
@@ -10,10 +14,12 @@ changes when plugins change; with no active wrapper the cached value is
 from __future__ import annotations
 
 import contextvars
+import functools
 from collections.abc import Callable
 from typing import Any
 
-from linen.core import _plugins
+from linen.core import _plugins, errors
+from linen.module._state import _stack
 
 __all__ = ['invalidate_method_wrappers', 'get_runner', 'active_wrappers', 'MethodCallContext']
 
@@ -103,3 +109,53 @@ def get_runner() -> Callable | None:
     runner = _build()
     _chain.set((_generation[0], runner))
     return runner
+
+
+# ------------------------------------------------------------- the dispatcher
+
+
+def _wrap_method(fun: Callable) -> Callable:
+    """The dispatcher entry for one method, made once per class attribute."""
+    is_compact = bool(getattr(fun, 'compact', False))
+    method_name = fun.__name__
+    if getattr(fun, 'compact_name_scope', False):
+        from linen.module._module import _wrap_compact_name_scope
+
+        return _wrap_compact_name_scope(fun)
+
+    @functools.wraps(fun)
+    def wrapped(self, *args, **kwargs):
+        return _call_wrapped_method(self, fun, method_name, is_compact, args, kwargs)
+
+    wrapped.method_handler_wrapped = True  # type: ignore[attr-defined]
+    wrapped.inner_fun = fun  # type: ignore[attr-defined]
+    return wrapped
+
+
+def _call_wrapped_method(self, fun, method_name, is_compact, args, kwargs):
+    scope = self.scope
+    if scope is None:
+        if is_compact:
+            raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
+        return fun(self, *args, **kwargs)
+    state = self._state
+    if not state.setup_called:
+        self._try_setup()
+    if is_compact:
+        recurrent = state.in_compact_method
+        state.in_compact_method = True
+    stack = _stack.modules
+    stack.append(self)
+    try:
+        runner = get_runner()
+        if runner is None:
+            return fun(self, *args, **kwargs)
+        return runner(fun, self, method_name, args, kwargs)
+    finally:
+        stack.pop()
+        if is_compact:
+            # A compact method may be called again (module reuse): its names are
+            # claimed afresh each call, rng counters carry on.
+            self.scope.reservations.clear()
+            if not recurrent:
+                state.reset_compact()

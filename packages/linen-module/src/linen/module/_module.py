@@ -15,7 +15,7 @@ import functools
 import inspect
 import typing
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -27,7 +27,9 @@ from linen.core._scope import bind as core_bind
 from linen.core._scope import init as core_init
 from linen.core._scope import lazy_init as core_lazy_init
 from linen.module import _capture
-from linen.module._dispatch import get_runner
+from linen.module._decorators import compact, compact_name_scope, nowrap
+from linen.module._dispatch import _call_wrapped_method, _wrap_method
+from linen.module._repr import module_repr
 from linen.module._state import ModuleState, _stack
 
 __all__ = [
@@ -35,11 +37,6 @@ __all__ = [
     'compact',
     'nowrap',
     'compact_name_scope',
-    'apply',
-    'init',
-    'init_with_output',
-    'merge_param',
-    'share_scope',
 ]
 
 
@@ -61,74 +58,8 @@ def _get_unspecified():
 # ------------------------------------------------------------------ decorators
 
 
-def compact(fun: Callable) -> Callable:
-    """Mark the one method of a class that may define submodules and variables inline."""
-    fun.compact = True  # type: ignore[attr-defined]
-    return fun
-
-
-def nowrap(fun: Callable) -> Callable:
-    """Mark a helper method that the dispatcher must not wrap (no setup, no labels)."""
-    fun.nowrap = True  # type: ignore[attr-defined]
-    return fun
-
-
-def compact_name_scope(fun: Callable) -> Callable:
-    """Let a method of a ``setup``-style module define submodules inline, under its own name.
-
-    Submodules and variables created in ``fun`` live at ``<module path>/<fun name>/``.
-    """
-    fun.compact_name_scope = True  # type: ignore[attr-defined]
-    return fun
-
-
 # Methods of the base class that are API, never user methods to wrap.
 _BASE_NAMES: frozenset[str] = frozenset()
-
-
-def _wrap_method(fun: Callable) -> Callable:
-    """The dispatcher entry for one method, made once per class attribute."""
-    is_compact = bool(getattr(fun, 'compact', False))
-    method_name = fun.__name__
-    if getattr(fun, 'compact_name_scope', False):
-        return _wrap_compact_name_scope(fun)
-
-    @functools.wraps(fun)
-    def wrapped(self, *args, **kwargs):
-        return _call_wrapped_method(self, fun, method_name, is_compact, args, kwargs)
-
-    wrapped.method_handler_wrapped = True  # type: ignore[attr-defined]
-    wrapped.inner_fun = fun  # type: ignore[attr-defined]
-    return wrapped
-
-
-def _call_wrapped_method(self, fun, method_name, is_compact, args, kwargs):
-    scope = self.scope
-    if scope is None:
-        if is_compact:
-            raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
-        return fun(self, *args, **kwargs)
-    state = self._state
-    if not state.setup_called:
-        self._try_setup()
-    if is_compact:
-        recurrent = state.in_compact_method
-        state.in_compact_method = True
-    stack = _stack.modules
-    stack.append(self)
-    try:
-        runner = get_runner()
-        if runner is None:
-            return fun(self, *args, **kwargs)
-        return runner(fun, self, method_name, args, kwargs)
-    finally:
-        stack.pop()
-        if is_compact:
-            # A compact method may be called again (module reuse): its names are
-            # claimed afresh each call, rng counters carry on.
-            self.scope.reservations.clear()
-            if not recurrent:
-                state.reset_compact()
 
 
 def _wrap_compact_name_scope(fun: Callable) -> Callable:
@@ -603,9 +534,12 @@ class Module:
         **kwargs,
     ):
         """``(output, variables)`` of running ``method`` with fresh variables."""
-        return init_with_output(
-            self, method=method, mutable=mutable, capture_intermediates=capture_intermediates
-        )(rngs, *args, **kwargs)
+        if capture_intermediates:
+            mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
+        scope_fn = self._scope_fn(method, capture_intermediates)
+        return core_init(scope_fn, mutable=mutable, flags={'initializing': True})(
+            rngs, *args, **kwargs
+        )
 
     def init(
         self,
@@ -643,7 +577,7 @@ class Module:
     # -- repr ----------------------------------------------------------------------
 
     def __repr__(self) -> str:
-        return _module_repr(self)
+        return module_repr(self)
 
     @property
     def _name_scopes(self) -> dict:
@@ -703,45 +637,6 @@ def _check_single_compact(cls: type) -> None:
         raise errors.MultipleMethodsCompactError(cls.__name__, compact_methods)
 
 
-def _module_repr(module: Module, indent: int = 0) -> str:
-    pad = '    '
-    cls = type(module)
-    fields = [f for f in dataclasses.fields(module) if f.name not in ('parent',) and f.repr]
-    lines = [f'{cls.__name__}(']
-    attrs = []
-    for f in fields:
-        value = module.__dict__.get(f.name)
-        if f.name == 'name' and value is None:
-            continue
-        if isinstance(value, Module):
-            attrs.append(f'{pad}{f.name} = {_indent(_module_repr(value), pad)}')
-        else:
-            attrs.append(f'{pad}{f.name} = {value!r}')
-    if attrs:
-        lines.append(f'{pad}# attributes')
-        lines.extend(attrs)
-    children = [
-        (k, v)
-        for k, v in module.__dict__.items()
-        if k not in cls._field_names
-        and not k.startswith('_')  # type: ignore[attr-defined]
-        and k not in ('parent', 'name', 'scope')
-        and isinstance(v, Module)
-    ]
-    if children:
-        lines.append(f'{pad}# children')
-        for k, v in children:
-            lines.append(f'{pad}{k} = {_indent(_module_repr(v), pad)}')
-    if len(lines) == 1:
-        return f'{cls.__name__}()'
-    lines.append(')')
-    return '\n'.join(lines)
-
-
-def _indent(text: str, pad: str) -> str:
-    return text.replace('\n', '\n' + pad)
-
-
 _BASE_NAMES = frozenset(k for k in Module.__dict__ if not k.startswith('__'))
 
 
@@ -750,101 +645,3 @@ class _NameScope(Module):
 
 
 # ---------------------------------------------------------------- free functions
-
-
-def _check_rngs_arg(rngs: Any) -> None:
-    from linen.core._rng import check_rngs
-
-    check_rngs(rngs)
-
-
-def apply(
-    fn: Any,
-    module: Module | None = None,
-    mutable: Filter = False,
-    capture_intermediates: bool | Callable = False,
-    method: Any = None,
-):
-    """Functionalise a module method (or ``fn(module, *args)``): ``apply(...)(variables, *args)``."""
-    if isinstance(fn, Module):
-        module, fn = fn, method
-    if module is None:
-        raise errors.InvalidInstanceModuleError()
-    if isinstance(module, type):
-        raise errors.InvalidInstanceModuleError()
-    if capture_intermediates:
-        mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
-    scope_fn = module._scope_fn(fn, capture_intermediates)
-    from linen.core._scope import apply as core_apply
-
-    return core_apply(scope_fn, mutable=mutable)
-
-
-def init_with_output(
-    fn: Any,
-    module: Module | None = None,
-    mutable: Filter = DenyList('intermediates'),
-    capture_intermediates: bool | Callable = False,
-    method: Any = None,
-):
-    """Functionalise ``init``: ``init_with_output(...)(rngs, *args)`` -> ``(y, variables)``."""
-    if isinstance(fn, Module):
-        module, fn = fn, method
-    if module is None or isinstance(module, type):
-        raise errors.InvalidInstanceModuleError()
-    if capture_intermediates:
-        mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
-    scope_fn = module._scope_fn(fn, capture_intermediates)
-    return core_init(scope_fn, mutable=mutable, flags={'initializing': True})
-
-
-def init(
-    fn: Any,
-    module: Module | None = None,
-    mutable: Filter = DenyList('intermediates'),
-    capture_intermediates: bool | Callable = False,
-    method: Any = None,
-):
-    """Functionalise ``init``: ``init(...)(rngs, *args)`` -> variables."""
-    run = init_with_output(fn, module, mutable, capture_intermediates, method)
-
-    @functools.wraps(run)
-    def wrapper(rngs, *args, **kwargs):
-        return run(rngs, *args, **kwargs)[1]
-
-    return wrapper
-
-
-class MergeParamError(errors.LinenError, ValueError):
-    """``merge_param`` got the value in both places, or in neither."""
-
-
-def merge_param(name: str, a: Any, b: Any) -> Any:
-    """The one of ``a`` (attribute) and ``b`` (call argument) that is set; exactly one must be."""
-    a_set, b_set = a is not None, b is not None
-    if a_set and b_set:
-        raise MergeParamError(
-            f'Parameter "{name}" was passed both as a module attribute and as a call '
-            'argument; pass it in one place only.'
-        )
-    if not a_set and not b_set:
-        raise MergeParamError(
-            f'Parameter "{name}" must be passed either as a module attribute or as a call argument.'
-        )
-    return a if a_set else b
-
-
-def share_scope(module: Module, other: Module, /) -> None:
-    """Make ``other`` use ``module``'s scope: its variables appear at ``module``'s path."""
-    if module.scope is None or other.scope is None:
-        raise errors.CallShareScopeOnUnboundModuleError()
-    old = other.scope
-    if old.parent is not None and old.name in old.parent.reservations:
-        del old.parent.reservations[old.name]
-    object.__setattr__(other, 'scope', module.scope)
-
-
-def _iter_modules(value: Any) -> Iterable[Module]:
-    found: list[Module] = []
-    _map_submodules(value, lambda _, m: found.append(m) or m)
-    return found

@@ -1,0 +1,99 @@
+"""The free functions of the Module API: ``apply``, ``init``, ``init_with_output``,
+``merge_param`` and ``share_scope``."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from linen.core import errors
+from linen.core._filters import DenyList, Filter, union_filters
+from linen.core._scope import apply as core_apply
+from linen.core._scope import init as core_init
+from linen.module._module import Module
+
+__all__ = ['apply', 'init', 'init_with_output', 'merge_param', 'share_scope', 'MergeParamError']
+
+
+def apply(
+    fn: Any,
+    module: Module | None = None,
+    mutable: Filter = False,
+    capture_intermediates: bool | Callable = False,
+    method: Any = None,
+):
+    """Functionalise a module method (or ``fn(module, *args)``): ``apply(...)(variables, *args)``."""
+    if isinstance(fn, Module):
+        module, fn = fn, method
+    if module is None:
+        raise errors.InvalidInstanceModuleError()
+    if isinstance(module, type):
+        raise errors.InvalidInstanceModuleError()
+    if capture_intermediates:
+        mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
+    return core_apply(module._scope_fn(fn, capture_intermediates), mutable=mutable)
+
+
+def init_with_output(
+    fn: Any,
+    module: Module | None = None,
+    mutable: Filter = DenyList('intermediates'),
+    capture_intermediates: bool | Callable = False,
+    method: Any = None,
+):
+    """Functionalise ``init``: ``init_with_output(...)(rngs, *args)`` -> ``(y, variables)``."""
+    if isinstance(fn, Module):
+        module, fn = fn, method
+    if module is None or isinstance(module, type):
+        raise errors.InvalidInstanceModuleError()
+    if capture_intermediates:
+        mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
+    scope_fn = module._scope_fn(fn, capture_intermediates)
+    return core_init(scope_fn, mutable=mutable, flags={'initializing': True})
+
+
+def init(
+    fn: Any,
+    module: Module | None = None,
+    mutable: Filter = DenyList('intermediates'),
+    capture_intermediates: bool | Callable = False,
+    method: Any = None,
+):
+    """Functionalise ``init``: ``init(...)(rngs, *args)`` -> variables."""
+    run = init_with_output(fn, module, mutable, capture_intermediates, method)
+
+    @functools.wraps(run)
+    def wrapper(rngs, *args, **kwargs):
+        return run(rngs, *args, **kwargs)[1]
+
+    return wrapper
+
+
+class MergeParamError(errors.LinenError, ValueError):
+    """``merge_param`` got the value in both places, or in neither."""
+
+
+def merge_param(name: str, a: Any, b: Any) -> Any:
+    """The one of ``a`` (attribute) and ``b`` (call argument) that is set; exactly one must be."""
+    a_set, b_set = a is not None, b is not None
+    if a_set and b_set:
+        raise MergeParamError(
+            f'Parameter "{name}" was passed both as a module attribute and as a call '
+            'argument; pass it in one place only.'
+        )
+    if not a_set and not b_set:
+        raise MergeParamError(
+            f'Parameter "{name}" must be passed either as a module attribute or as a call argument.'
+        )
+    return a if a_set else b
+
+
+def share_scope(module: Module, other: Module, /) -> None:
+    """Make ``other`` use ``module``'s scope: its variables appear at ``module``'s path."""
+    if module.scope is None or other.scope is None:
+        raise errors.CallShareScopeOnUnboundModuleError()
+    old = other.scope
+    if old.parent is not None and old.name in old.parent.reservations:
+        del old.parent.reservations[old.name]
+    object.__setattr__(other, 'scope', module.scope)

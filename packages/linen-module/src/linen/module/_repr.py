@@ -1,0 +1,48 @@
+"""``repr`` of a Module: its attributes, then its children, nested."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+
+def module_repr(module: Any) -> str:
+    """``ClassName(# attributes ... # children ...)``, children indented."""
+    from linen.module._module import Module
+
+    pad = '    '
+    cls = type(module)
+    fields = [f for f in dataclasses.fields(module) if f.name not in ('parent',) and f.repr]
+    lines = [f'{cls.__name__}(']
+    attrs = []
+    for f in fields:
+        value = module.__dict__.get(f.name)
+        if f.name == 'name' and value is None:
+            continue
+        if isinstance(value, Module):
+            attrs.append(f'{pad}{f.name} = {_indent(module_repr(value), pad)}')
+        else:
+            attrs.append(f'{pad}{f.name} = {value!r}')
+    if attrs:
+        lines.append(f'{pad}# attributes')
+        lines.extend(attrs)
+    children = [
+        (k, v)
+        for k, v in module.__dict__.items()
+        if k not in cls._field_names
+        and not k.startswith('_')  # type: ignore[attr-defined]
+        and k not in ('parent', 'name', 'scope')
+        and isinstance(v, Module)
+    ]
+    if children:
+        lines.append(f'{pad}# children')
+        for k, v in children:
+            lines.append(f'{pad}{k} = {_indent(module_repr(v), pad)}')
+    if len(lines) == 1:
+        return f'{cls.__name__}()'
+    lines.append(')')
+    return '\n'.join(lines)
+
+
+def _indent(text: str, pad: str) -> str:
+    return text.replace('\n', '\n' + pad)
