@@ -14,6 +14,7 @@ import pytest
 
 import linen.nn as nn
 from linen.core.errors import LinenError
+from linen.layers import _norm_wrappers as norm_wrappers
 from linen.layers import _normalization as norm
 from linen.layers._normalization import (
     InvalidFeatureAxesError,
@@ -584,4 +585,5 @@ def test_error_classes_are_linen_errors():
         SpectralNormNonMatrixError,
     ):
         assert issubclass(cls, LinenError) and issubclass(cls, ValueError)
-    assert set(norm.__all__) >= {'LayerNorm', 'BatchNorm', 'SpectralNorm', 'WeightNorm'}
+    assert set(norm.__all__) >= {'LayerNorm', 'BatchNorm'}
+    assert set(norm_wrappers.__all__) >= {'SpectralNorm', 'WeightNorm'}

@@ -9,8 +9,6 @@ import pytest
 from jax import lax
 
 from linen.layers._recurrent import (
-    RNN,
-    Bidirectional,
     ConvLSTMCell,
     GRUCell,
     LSTMCell,
@@ -21,6 +19,7 @@ from linen.layers._recurrent import (
     RNNInputShapeError,
     SimpleCell,
 )
+from linen.layers._rnn import RNN, Bidirectional
 
 KEYS = jax.random.split(jax.random.key(7), 8)
 sigmoid = jax.nn.sigmoid
@@ -460,11 +459,12 @@ def test_rnn_float64_inputs_get_a_float64_carry():
     _close(ys, ref_ys)
 
 
-def test_docstring_examples_run():
+@pytest.mark.parametrize('module_name', ['linen.layers._recurrent', 'linen.layers._rnn'])
+def test_docstring_examples_run(module_name):
     import doctest
+    import importlib
 
-    import linen.layers._recurrent as module
-
+    module = importlib.import_module(module_name)
     globs = {**vars(module), 'jax': jax, 'jnp': jnp}
     result = doctest.testmod(
         module, globs=globs, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
