@@ -55,10 +55,8 @@ def _get_unspecified():
     return _UNSPECIFIED
 
 
-# ------------------------------------------------------------------ decorators
-
-
-# Methods of the base class that are API, never user methods to wrap.
+# Methods of the base class are API, never user methods to wrap; the set is
+# filled in below, once Module itself exists.
 _BASE_NAMES: frozenset[str] = frozenset()
 
 
