@@ -9,6 +9,7 @@ parameters (or in ``dtype`` when given); parameters are stored in ``param_dtype`
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -134,6 +135,27 @@ def _as_tuple(x) -> tuple:
     return tuple(x) if isinstance(x, Sequence) else (x,)
 
 
+def _flat_initialize(init, n_in, n_out, rng, shape, dtype=jnp.float32):
+    """``init`` on the 2-D (fan_in, fan_out) view of ``shape``, reshaped back."""
+    fan_in = int(np.prod(shape[:n_in]))
+    fan_out = int(np.prod(shape[-n_out:])) if n_out else int(np.prod(shape[n_in:]))
+    flat = init(rng, (fan_in, fan_out) if n_in else (fan_out,), dtype)
+    return _boxed_reshape(flat, shape)
+
+
+@functools.lru_cache(maxsize=512)
+def _flat_cached(init, n_in, n_out):
+    return functools.partial(_flat_initialize, init, n_in, n_out)
+
+
+def _flat_init(init, n_in: int, n_out: int | None):
+    """The same initializer object for the same arguments (the shape-check cache keys on it)."""
+    try:
+        return _flat_cached(init, n_in, n_out)
+    except TypeError:  # an unhashable initializer
+        return functools.partial(_flat_initialize, init, n_in, n_out)
+
+
 class DenseGeneral(Module):
     """A linear map over any set of axes, with optional batch (shared) axes.
 
@@ -201,22 +223,19 @@ class DenseGeneral(Module):
 
         # Initialize as a 2-D (fan_in, fan_out) matrix and reshape, so that
         # fan-based initializers see the true fan-in/fan-out of the map, as in Flax.
-        def kernel_init_wrap(rng, shape, dtype=jnp.float32):
-            fan_in = int(np.prod(shape[:n_batch])) * int(np.prod(shape[n_batch : n_batch + n_axis]))
-            flat = self.kernel_init(rng, (fan_in, int(np.prod(shape[-n_features:]))), dtype)
-            return _boxed_reshape(flat, shape)
-
         kernel = self.param(
-            'kernel', kernel_init_wrap, batch_shape + contracted_shape + features, self.param_dtype
+            'kernel',
+            _flat_init(self.kernel_init, n_batch + n_axis, n_features),
+            batch_shape + contracted_shape + features,
+            self.param_dtype,
         )
-
         if self.use_bias:
-
-            def bias_init_wrap(rng, shape, dtype=jnp.float32):
-                flat = self.bias_init(rng, (int(np.prod(shape)),), dtype)
-                return _boxed_reshape(flat, shape)
-
-            bias = self.param('bias', bias_init_wrap, batch_shape + features, self.param_dtype)
+            bias = self.param(
+                'bias',
+                _flat_init(self.bias_init, 0, None),
+                batch_shape + features,
+                self.param_dtype,
+            )
         else:
             bias = None
 
@@ -230,9 +249,12 @@ class DenseGeneral(Module):
             precision=self.precision,
         )
         if bias is not None:
-            # Output layout: batch axes, free input axes, features.
-            n_free = ndim - n_axis - n_batch
-            out = out + jnp.reshape(bias, batch_shape + (1,) * n_free + features)
+            # Output layout: batch axes, free input axes, features. Without batch
+            # axes the bias broadcasts as it is (no reshape in the program).
+            if n_batch:
+                n_free = ndim - n_axis - n_batch
+                bias = jnp.reshape(bias, batch_shape + (1,) * n_free + features)
+            out = out + bias
         return out
 
 

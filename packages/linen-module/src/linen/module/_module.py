@@ -99,6 +99,17 @@ def _map_submodules(value: Any, fn: Callable[[str, Any], Any], suffix: str = '')
     return value
 
 
+def _contains_module(value: Any) -> bool:
+    """Whether ``value`` is, or nests in lists/tuples/dicts, a Module (no copies made)."""
+    if isinstance(value, Module):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_contains_module(v) for v in value)
+    if isinstance(value, Mapping) and not isinstance(value, Scope):
+        return any(_contains_module(v) for v in value.values())
+    return False
+
+
 def _name_taken(parent: Module, pstate: ModuleState, name: str) -> bool:
     """Whether a new submodule of ``parent`` may not be called ``name``.
 
@@ -269,10 +280,16 @@ class Module:
         state.in_setup = True
         _stack.modules.append(self)
         try:
-            # Modules passed as fields are adopted under the field's name.
+            # Modules passed as fields are adopted under the field's name. This
+            # runs for every module's first call: keep it to a dict lookup per field.
+            d = self.__dict__
+            holders = _HOLDER_TYPES
             for field_name in type(self)._field_names:  # type: ignore[attr-defined]
-                value = self.__dict__.get(field_name)
-                if _might_hold_modules(value):
+                value = d.get(field_name)
+                holds = holders.get(type(value))
+                if holds is None:
+                    holds = _might_hold_modules(value)
+                if holds and _contains_module(value):
                     adopted = self._register_submodules(field_name, value)
                     if adopted is not value:
                         object.__setattr__(self, field_name, adopted)
