@@ -61,10 +61,6 @@ class RngStream:
         """The same path over another root key (a split of this one, say)."""
         return RngStream(key, self.path)
 
-    def materialize(self) -> Any:
-        """The key this stream stands for at its own path (used when lifting)."""
-        return fold_in_path(self.key, self.path)
-
     def __repr__(self) -> str:
         return f'RngStream(path={self.path})'
 

@@ -23,7 +23,7 @@ import jax
 import numpy as np
 
 from linen.core import errors
-from linen.core._filters import DenyList, Filter, in_filter
+from linen.core._filters import Filter, in_filter
 from linen.core._rng import RngStream, check_rngs
 from linen.core.config import config
 
@@ -612,6 +612,3 @@ def lazy_init(fn: Callable, mutable: Filter = True, flags: Mapping[str, Any] | N
         return jax.eval_shape(f, rngs, *args)
 
     return wrapper
-
-
-DenyList = DenyList  # re-exported for `from linen.core._scope import DenyList`

@@ -123,11 +123,6 @@ class _TableRngStream:
     def derive(self, count: int) -> Any:
         return jax.random.fold_in(self.key, self.table.lookup(self.stream, self.rel + (count,)))
 
-    def materialize(self) -> Any:
-        if not self.rel:
-            return self.key
-        return jax.random.fold_in(self.key, self.table.lookup(self.stream, self.rel))
-
 
 def jit(
     fn: Callable,

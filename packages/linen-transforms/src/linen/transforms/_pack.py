@@ -54,13 +54,6 @@ def group_variables(
     return tuple(groups)
 
 
-def group_index(col: str, filters: Sequence[Filter]) -> int:
-    for i, f in enumerate(filters):
-        if in_filter(f, col):
-            return i
-    return len(filters)
-
-
 def make_inner_scope(
     outer: Scope,
     variables: dict[str, Any],
@@ -111,13 +104,6 @@ def rng_keys(scope: Scope) -> tuple[dict[str, Any], dict[str, Any]]:
 def streams(keys: dict[str, Any], templates: dict[str, Any]) -> dict[str, Any]:
     """Streams like ``templates`` (same path, same derivation) around ``keys``."""
     return {n: templates[n].with_key(k) for n, k in keys.items()}
-
-
-def split_keys(keys: dict[str, Any], split: Filter, n: int) -> tuple[dict, dict]:
-    """``(split keys with a leading axis n, broadcast keys)`` by the ``split`` filter."""
-    to_split = {k: jax.random.split(v, n) for k, v in keys.items() if in_filter(split, k)}
-    rest = {k: v for k, v in keys.items() if not in_filter(split, k)}
-    return to_split, rest
 
 
 # ------------------------------------------------------------- boxed metadata

@@ -136,7 +136,7 @@ def scan(
             )
             return inner, c, ys
 
-        if any(in_filter(mutable, c) for c in _broadcast_cols(variable_broadcast, mutable)):
+        if any(in_filter(mutable, c) for c in _broadcast_cols(variable_broadcast)):
             inner, _, _ = first_step(variables, carry, first)
             bcast_vars.update(_pack.inner_mutated(inner, (variable_broadcast,))[0])
         else:
@@ -188,7 +188,7 @@ def scan(
     return wrapper
 
 
-def _broadcast_cols(variable_broadcast: Filter, mutable: Filter):
+def _broadcast_cols(variable_broadcast: Filter):
     """Collection names to test for 'broadcast and mutable' (finite stand-ins for filters)."""
     if isinstance(variable_broadcast, str):
         return [variable_broadcast]
