@@ -21,8 +21,14 @@ def _dense_init(key, n_in, n_out):
     return {'kernel': _kernel_init(key, (n_in, n_out)), 'bias': jnp.zeros((n_out,))}
 
 
+def _lead(v, ndim):
+    """``v`` with leading unit axes up to rank ``ndim``: explicit broadcasting, so the
+    model runs under ``jax_numpy_rank_promotion='raise'`` (free in the compiled program)."""
+    return v.reshape((1,) * (ndim - v.ndim) + v.shape)
+
+
 def _dense(p, x):
-    return x @ p['kernel'] + p['bias']
+    return x @ p['kernel'] + _lead(p['bias'], x.ndim)
 
 
 def _ln_init(width):
@@ -34,7 +40,9 @@ def _layer_norm(p, x):
     var = jnp.maximum(jnp.mean(x * x, axis=-1, keepdims=True) - mean * mean, 0.0)
     # Folding the scale into the reciprocal first touches a (..., 1) array, not the
     # whole activation; it is also the order Flax uses, so the programs compare equal.
-    return (x - mean) * (jax.lax.rsqrt(var + LN_EPSILON) * p['scale']) + p['bias']
+    return (x - mean) * (jax.lax.rsqrt(var + LN_EPSILON) * _lead(p['scale'], x.ndim)) + _lead(
+        p['bias'], x.ndim
+    )
 
 
 def _mlp_init(key, depth, width):
@@ -69,7 +77,8 @@ def _attn_init(key, width, heads):
 def _attention(p, x):
     # (batch, seq, width) x (width, heads, head_dim) -> (batch, seq, heads, head_dim)
     def proj(q):
-        return jax.lax.dot_general(x, q['kernel'], (((2,), (0,)), ((), ()))) + q['bias']
+        y = jax.lax.dot_general(x, q['kernel'], (((2,), (0,)), ((), ())))
+        return y + _lead(q['bias'], y.ndim)
 
     q, k, v = proj(p['query']), proj(p['key']), proj(p['value'])
     q = q / jnp.sqrt(q.shape[-1]).astype(q.dtype)
@@ -77,7 +86,7 @@ def _attention(p, x):
     out = jnp.einsum('bhqk,bkhd->bqhd', weights, v)
     # Contract (heads, head_dim) in one dot: an einsum here adds a kernel transpose.
     out = jax.lax.dot_general(out, p['out']['kernel'], (((2, 3), (0, 1)), ((), ())))
-    return out + p['out']['bias']
+    return out + _lead(p['out']['bias'], out.ndim)
 
 
 def _encoder_init(key, s: Sizes):

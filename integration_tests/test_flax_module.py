@@ -29,7 +29,7 @@ def models(nn):
         def __call__(self, x):
             kernel = self.param('kernel', init.lecun_normal(), (x.shape[-1], self.features))
             bias = self.param('bias', init.normal(), (self.features,))
-            return x @ kernel + bias
+            return x @ kernel + bias.reshape((1,) * (x.ndim - 1) + bias.shape)
 
     class ExplicitMLP(nn.Module):
         features: tuple
@@ -73,7 +73,7 @@ def models(nn):
             self.bias = self.param('bias', init.normal(), (self.features,))
 
         def __call__(self, x):
-            return x @ self.kernel + self.bias
+            return x @ self.kernel + self.bias.reshape((1,) * (x.ndim - 1) + self.bias.shape)
 
     class Counter(nn.Module):
         @nn.compact

@@ -46,7 +46,9 @@ def nn(needs_scaled_dense):
 
 
 def _dense_reference(x, kernel, bias, scale):
-    return (jnp.dot(x, kernel, precision=jax.lax.Precision.HIGHEST) + bias) * scale
+    y = jnp.dot(x, kernel, precision=jax.lax.Precision.HIGHEST)
+    bias = jnp.broadcast_to(jnp.asarray(bias), y.shape[-1:])
+    return (y + bias.reshape((1,) * (y.ndim - 1) + bias.shape)) * scale
 
 
 def _chosen_params(in_features=4, features=3):

@@ -22,6 +22,17 @@ import flax.linen as flax_nn  # noqa: E402
 import linen.nn as linen_nn  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _seed_code_relies_on_rank_promotion():
+    """The seed's ``SimpleDense``/``ExplicitDense`` add a ``(features,)`` bias to a
+    ``(batch, features)`` output, which needs implicit rank promotion; with
+    ``jax_numpy_rank_promotion='raise'`` (the suite's setting) Flax rejects that code
+    exactly as JAX does for us. The examples are kept verbatim, so they run with
+    promotion allowed; linen's own layers are strict-safe and tested so elsewhere."""
+    with jax.numpy_rank_promotion('allow'):
+        yield
+
+
 def seed_models(nn):
     class ExplicitMLP(nn.Module):
         features: Sequence[int]

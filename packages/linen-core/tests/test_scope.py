@@ -23,7 +23,7 @@ def fold(key, raw: bytes):
 def dense(scope, x, features):
     kernel = scope.param('kernel', jax.random.normal, (x.shape[-1], features))
     bias = scope.param('bias', zeros, (features,))
-    return x @ kernel + bias
+    return x @ kernel + bias[None]
 
 
 def mlp(scope, x):
@@ -339,7 +339,7 @@ def test_apply_under_jit_grad_vmap():
     np.testing.assert_allclose(jax.jit(f)(variables, x), f(variables, x), rtol=1e-6)
     g = jax.grad(lambda v: f(v, x).sum())(variables)
     p = variables['params']
-    h = jnp.tanh(x @ p['hidden']['kernel'] + p['hidden']['bias'])
+    h = jnp.tanh(x @ p['hidden']['kernel'] + p['hidden']['bias'][None])
     # d/d(out.bias) of sum(y) is the number of rows for each output
     np.testing.assert_allclose(g['params']['out']['bias'], jnp.full((2,), 2.0))
     np.testing.assert_allclose(

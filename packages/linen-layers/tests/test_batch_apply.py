@@ -36,7 +36,7 @@ def test_num_dims_three_with_a_layer():
 
 
 def test_low_rank_arguments_pass_through():
-    out = BatchApply(lambda x, bias: x + bias)(jnp.zeros((2, 3, 4)), jnp.arange(4.0))
+    out = BatchApply(lambda x, bias: x + bias[None])(jnp.zeros((2, 3, 4)), jnp.arange(4.0))
     np.testing.assert_allclose(out[1, 2], np.arange(4.0))
 
 

@@ -37,7 +37,7 @@ def _perturbed(params):
 def _dense(p, name, x):
     d = p[name]
     y = x @ d['kernel']
-    return y + d['bias'] if 'bias' in d else y
+    return y + d['bias'].reshape((1,) * (y.ndim - 1) + d['bias'].shape) if 'bias' in d else y
 
 
 # ----------------------------------------------------------------------------- references
@@ -92,7 +92,7 @@ def ref_conv_lstm(p, carry, x):
                 ('NHC', 'HIO', 'NHC') if nd == 1 else ('NHWC', 'HWIO', 'NHWC'),
             ),
         )
-        return y + d['bias']
+        return y + d['bias'].reshape((1,) * (y.ndim - 1) + d['bias'].shape)
 
     gates = conv(p['ih'], x) + conv(p['hh'], h)
     i, g, f, o = jnp.split(gates, 4, axis=-1)

@@ -10,9 +10,9 @@ B, D_IN, D_HID, D_OUT = 8, 16, 32, 4
 def mlp(x, w1, b1, w2, b2):
     with jax.named_scope('MLP'):
         with jax.named_scope('Dense_0'):
-            y = jax.nn.relu(x @ w1 + b1)
+            y = jax.nn.relu(x @ w1 + b1[None])
         with jax.named_scope('Dense_1'):
-            return y @ w2 + b2
+            return y @ w2 + b2[None]
 
 
 ARGS = (

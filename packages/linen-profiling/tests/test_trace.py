@@ -1,4 +1,5 @@
 import glob
+from pathlib import Path
 import os
 
 import jax
@@ -35,7 +36,7 @@ def test_writes_a_trace_tensorboard_can_open(recorded):
     # TensorBoard's profile plugin reads <logdir>/plugins/profile/<run>/<host>.xplane.pb.
     found = glob.glob(os.path.join(logdir, 'plugins', 'profile', '*', '*.xplane.pb'))
     assert found == [times.xplane_path]
-    planes = {plane.name for plane in read_xspace(open(found[0], 'rb').read())}
+    planes = {plane.name for plane in read_xspace(Path(found[0]).read_bytes())}
     assert '/host:metadata' in planes
 
 
@@ -69,14 +70,14 @@ def test_no_trace_in_directory_raises(tmp_path):
 
 def test_program_without_events_raises(recorded):
     times, _ = recorded
-    data = open(times.xplane_path, 'rb').read()
+    data = Path(times.xplane_path).read_bytes()
     with pytest.raises(ProfileNoDeviceOpsError, match="no XLA op events of program 'jit_other'"):
         times_from_xspace(data, 'jit_other', steps=1, xplane_path=times.xplane_path)
 
 
 def test_without_hlo_in_the_trace_falls_back_to_the_compiled_hlo(recorded):
     times, _ = recorded
-    data = open(times.xplane_path, 'rb').read()
+    data = Path(times.xplane_path).read_bytes()
     compiled = jax.jit(model).lower(*ARGS).compile().as_text()
     planes_without_hlo = data.replace(b'Hlo Proto', b'Hlo Gone!')
     fallback = times_from_xspace(

@@ -27,7 +27,7 @@ class Dense(nn.Module):
         TRACES.append(self.name or 'Dense')  # runs once per trace under jit
         w = self.param('w', normal_init, (x.shape[-1], self.features))
         b = self.param('b', normal_init, (self.features,))
-        return x @ w + b
+        return x @ w + b.reshape((1,) * (x.ndim - 1) + b.shape)
 
 
 class MLP(nn.Module):
@@ -88,8 +88,8 @@ def test_second_call_with_the_same_attributes_does_not_retrace():
     y2 = model.apply(variables, X + 1)
     assert len(TRACES) == n
     p = variables['params']
-    np.testing.assert_allclose(y2, (X + 1) @ p['w'] + p['b'], rtol=1e-6)
-    np.testing.assert_allclose(y1, X @ p['w'] + p['b'], rtol=1e-6)
+    np.testing.assert_allclose(y2, (X + 1) @ p['w'] + p['b'][None], rtol=1e-6)
+    np.testing.assert_allclose(y1, X @ p['w'] + p['b'][None], rtol=1e-6)
 
 
 def test_jit_inside_a_compact_method_compiles_once_across_applies():
@@ -145,7 +145,7 @@ class Scaled(nn.Module):
     def __call__(self, x, power, *, mode='add'):
         TRACES.append(f'{power}-{mode}')
         w = self.param('w', nn.initializers.ones, x.shape[-1:])
-        y = x * w
+        y = x * w.reshape((1,) * (x.ndim - 1) + w.shape)
         for _ in range(power):  # Python control flow: `power` must be static
             y = y * 2
         return y + 1 if mode == 'add' else y - 1
@@ -179,7 +179,7 @@ def test_donate_argnums_is_accepted():
     variables = model.init(jax.random.key(0), X)
     p = variables['params']
     y = model.apply(variables, jnp.array(X))
-    np.testing.assert_allclose(y, X @ p['w'] + p['b'], rtol=1e-6)
+    np.testing.assert_allclose(y, X @ p['w'] + p['b'][None], rtol=1e-6)
 
 
 class Noise(nn.Module):
@@ -215,7 +215,7 @@ class Stateful(nn.Module):
             mean.value = 0.9 * mean.value + 0.1 * x.mean(0)
             n.value = n.value + 1
         self.sow('intermediates', 'x', x)
-        return x - mean.value
+        return x - mean.value.reshape((1,) * (x.ndim - 1) + mean.value.shape)
 
 
 def test_mutable_collections_thread_through_jit():
@@ -223,7 +223,7 @@ def test_mutable_collections_thread_through_jit():
     variables = model.init(jax.random.key(0), X)
     y, upd = model.apply(variables, X, mutable=['batch_stats', 'counter', 'intermediates'])
     np.testing.assert_allclose(upd['batch_stats']['mean'], 0.1 * X.mean(0), rtol=1e-6)
-    np.testing.assert_allclose(y, X - 0.1 * X.mean(0), rtol=1e-6)
+    np.testing.assert_allclose(y, X - 0.1 * X.mean(0, keepdims=True), rtol=1e-6)
     assert int(upd['counter']['n']) == 1
     np.testing.assert_array_equal(upd['intermediates']['x'][0], X)
     _, upd2 = model.apply({**variables, **upd}, X, mutable=['batch_stats', 'counter'])
@@ -260,7 +260,7 @@ def test_method_decorator_and_methods_argument():
     # the submodule's key is derived from its path 'd' below the root
     assert variables['params']['d']['w'].shape == (4, 3)
     p = variables['params']['d']
-    np.testing.assert_allclose(Twice().apply(variables, X), 2 * (X @ p['w'] + p['b']), rtol=1e-6)
+    np.testing.assert_allclose(Twice().apply(variables, X), 2 * (X @ p['w'] + p['b'][None]), rtol=1e-6)
     assert plain['params']['w'].shape == (4, 3)
 
     J = nn.jit(WithEncode, methods=['encode'])

@@ -25,7 +25,7 @@ class Dense(nn.Module):
     def __call__(self, x):
         w = self.param('w', normal_init, (x.shape[-1], self.features))
         b = self.param('b', normal_init, (self.features,))
-        return x @ w + b
+        return x @ w + b.reshape((1,) * (x.ndim - 1) + b.shape)
 
 
 class MLP(nn.Module):

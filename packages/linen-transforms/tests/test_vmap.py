@@ -45,7 +45,7 @@ class RunningMean(nn.Module):
     def __call__(self, x):
         mean = self.variable('batch_stats', 'mean', jnp.zeros, x.shape[-1:])
         count = self.variable('batch_stats', 'count', lambda: jnp.zeros((), jnp.int32))
-        out = x - mean.value
+        out = x - mean.value.reshape((1,) * (x.ndim - 1) + mean.value.shape)
         if not self.is_initializing():
             mean.value = 0.5 * mean.value + 0.5 * x.mean(0)
             count.value = count.value + 1
@@ -80,7 +80,7 @@ def test_variable_axes_none_shares_parameters_across_the_batch():
     plain = Dense(2).init(jax.random.key(0), x[0])
     np.testing.assert_array_equal(variables['params']['w'], plain['params']['w'])
     p = variables['params']
-    np.testing.assert_allclose(model.apply(variables, x), x @ p['w'] + p['b'], rtol=1e-6)
+    np.testing.assert_allclose(model.apply(variables, x), x @ p['w'] + p['b'][None], rtol=1e-6)
 
 
 @pytest.mark.parametrize('split', [True, False])
@@ -143,7 +143,7 @@ def test_in_axes_tuple_with_none_broadcasts_that_argument():
     variables = model.init(jax.random.key(0), x, scale)
     w = variables['params']['w']
     assert w.shape == (3, 4)
-    np.testing.assert_allclose(model.apply(variables, x, scale), x * w * scale, rtol=1e-6)
+    np.testing.assert_allclose(model.apply(variables, x, scale), x * w * scale[None], rtol=1e-6)
 
 
 def test_in_axes_1_and_out_axes_1():
@@ -185,7 +185,7 @@ def test_axis_name_reaches_collectives_inside():
 
     model = nn.vmap(Center, variable_axes={}, split_rngs={}, axis_name='batch')()
     x = jax.random.normal(jax.random.key(1), (5, 3))
-    np.testing.assert_allclose(model.apply({}, x), x - x.mean(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model.apply({}, x), x - x.mean(0, keepdims=True), rtol=1e-5, atol=1e-6)
 
 
 # ----------------------------------------------------------------- collections

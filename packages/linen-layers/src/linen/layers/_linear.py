@@ -60,8 +60,20 @@ def _pick_dot_general(module):
 
 
 def _add_bias(y, bias):
-    """Adds a bias over the trailing dims of ``y`` (broadcasting does the rest)."""
-    return y if bias is None else y + bias
+    """Adds a bias over the trailing dims of ``y``.
+
+    The bias gets ``y``'s rank first, so the add is legal under
+    ``jax_numpy_rank_promotion='raise'`` (the reshape costs nothing in XLA).
+    """
+    if bias is None:
+        return y
+    return y + _with_rank(bias, y.ndim)
+
+
+def _with_rank(x, ndim: int):
+    """``x`` with leading unit axes up to rank ``ndim`` (explicit broadcasting)."""
+    missing = ndim - x.ndim
+    return x if missing <= 0 else jnp.reshape(x, (1,) * missing + x.shape)
 
 
 # --------------------------------------------------------------------------- dense
@@ -249,11 +261,10 @@ class DenseGeneral(Module):
             precision=self.precision,
         )
         if bias is not None:
-            # Output layout: batch axes, free input axes, features. Without batch
-            # axes the bias broadcasts as it is (no reshape in the program).
-            if n_batch:
-                n_free = ndim - n_axis - n_batch
-                bias = jnp.reshape(bias, batch_shape + (1,) * n_free + features)
+            # Output layout: batch axes, free input axes, features; the bias gets
+            # the output's rank (strict rank promotion forbids implicit broadcasting).
+            n_free = ndim - n_axis - n_batch
+            bias = jnp.reshape(bias, batch_shape + (1,) * n_free + features)
             out = out + bias
         return out
 

@@ -223,8 +223,6 @@ def _normalize(
     for ax in feature_axes:
         feature_shape[ax] = x.shape[ax]
     param_shape = tuple(x.shape[ax] for ax in feature_axes)
-    # Params broadcast against x directly when the features are its trailing axes.
-    reshape = tuple(feature_shape[x.ndim - len(param_shape) :]) != param_shape
 
     mul = lax.rsqrt(var.reshape(stats_shape) + epsilon)
     y = x - mean.reshape(stats_shape) if subtract_mean else x
@@ -232,12 +230,12 @@ def _normalize(
     if use_scale:
         scale = module.param('scale', scale_init, param_shape, param_dtype)
         args.append(scale)
-        mul = mul * (scale.reshape(feature_shape) if reshape else scale)
+        mul = mul * scale.reshape(feature_shape)
     y = y * mul
     if use_bias:
         bias = module.param('bias', bias_init, param_shape, param_dtype)
         args.append(bias)
-        y = y + (bias.reshape(feature_shape) if reshape else bias)
+        y = y + bias.reshape(feature_shape)
     dtype = canonicalize_dtype(*args, dtype=dtype)
     return y if y.dtype == dtype else y.astype(dtype)
 

@@ -104,7 +104,9 @@ def avg_pool(inputs, window_shape, strides=None, padding='VALID', count_include_
     # Count the real elements per window by pooling ones of the spatial shape.
     n = len(tuple(window_shape))
     ones = jnp.ones((*inputs.shape[inputs.ndim - n - 1 : -1], 1), y.dtype)
-    return y / pool(ones, 0.0, lax.add, window_shape, strides, padding)
+    counts = pool(ones, 0.0, lax.add, window_shape, strides, padding)
+    # Explicit leading axes: strict rank promotion forbids implicit broadcasting.
+    return y / counts.reshape((1,) * (y.ndim - counts.ndim) + counts.shape)
 
 
 def max_pool(inputs, window_shape, strides=None, padding='VALID'):

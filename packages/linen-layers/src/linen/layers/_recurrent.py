@@ -16,7 +16,7 @@ import jax.numpy as jnp
 
 from linen.core.errors import LinenError
 from linen.layers._conv import Conv
-from linen.layers._linear import Dense
+from linen.layers._linear import Dense, _with_rank
 from linen.layers.dtypes import promote_dtype
 from linen.module import Module, compact, nowrap
 
@@ -273,7 +273,7 @@ class OptimizedLSTMCell(LSTMCell):
         inputs, h_in, kernel_i, kernel_h, bias = promote_dtype(
             inputs, h, kernel_i, kernel_h, bias, dtype=self.dtype
         )
-        gates = inputs @ kernel_i + (h_in @ kernel_h + bias)
+        gates = inputs @ kernel_i + (h_in @ kernel_h + _with_rank(bias, h_in.ndim))
         i, f, g, o = jnp.split(gates, 4, axis=-1)
         i, f, o = self.gate_fn(i), self.gate_fn(f), self.gate_fn(o)
         g = self.activation_fn(g)

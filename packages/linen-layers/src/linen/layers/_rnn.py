@@ -43,7 +43,7 @@ def flip_sequences(inputs, seq_lengths, num_batch_dims: int, time_major: bool):
         if time_major:
             idx = lengths[None] - 1 - jnp.arange(steps).reshape((steps,) + (1,) * lengths.ndim)
         else:
-            idx = lengths[..., None] - 1 - jnp.arange(steps)
+            idx = lengths[..., None] - 1 - jnp.arange(steps).reshape((1,) * lengths.ndim + (steps,))
         idx = idx % steps
         idx = idx.reshape(idx.shape + (1,) * (x.ndim - idx.ndim))
         return jnp.take_along_axis(x, idx, axis=time_axis)
