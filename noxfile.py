@@ -1,7 +1,9 @@
 """Every developer and CI task of the linen workspace is a nox session.
 
     python3 -m nox -s demo         the smallest end-to-end example
-    python3 -m nox -s tests        tests(cpu); tests(cuda) skips without an NVIDIA GPU
+    python3 -m nox -s tests        the whole suite on the oldest supported JAX (pinned, on
+                                   Python 3.11) and on the newest (Python 3.12); the CUDA
+                                   variant skips without an NVIDIA GPU
     python3 -m nox -s tests_matrix the CPU tests on Python 3.11, 3.12 and 3.13
     python3 -m nox -s lint         ruff check + ruff format --check
     python3 -m nox -s build        wheel + sdist of every distribution into dist/, checked
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import email.parser
+import os
 import re
 import shutil
 import subprocess
@@ -25,9 +28,19 @@ import nox
 
 # uv makes the repeated JAX installs of the sessions fast; virtualenv where uv is absent.
 nox.options.default_venv_backend = 'uv|virtualenv'
-# A Python of the matrix that is not installed is skipped, also when CI is set.
-nox.options.error_on_missing_interpreters = False
+# A missing interpreter fails the run: the two JAX ends are the tested range, and a
+# run that silently skipped one would be green for a range it never saw.
+nox.options.error_on_missing_interpreters = True
 nox.options.sessions = ['lint', 'tests']
+
+# The supported JAX range, tested at both ends (every distribution declares it).
+# The floor is pinned; the newest is whatever the index has for that Python (JAX 0.11+
+# needs Python 3.12).
+JAX_OLDEST = '0.10.0'
+JAX_ENDS = [
+    nox.param('3.11', f'jax=={JAX_OLDEST}', id='oldest'),
+    nox.param('3.12', 'jax', id='newest'),
+]
 
 ROOT = Path(__file__).resolve().parent
 PACKAGES = ROOT / 'packages'
@@ -72,12 +85,40 @@ def _editable_args() -> list[str]:
     return args
 
 
-def _install_workspace(session: nox.Session, backend: str = 'cpu') -> None:
-    jax = 'jax[cuda12]' if backend == 'cuda' else 'jax'
+def _expose_pyenv_interpreters() -> None:
+    """Make ``python3.X`` of every pyenv-installed Python findable by nox.
+
+    pyenv's shims answer only for the versions selected globally; the others exist
+    under ``$PYENV_ROOT/versions`` but a shim refuses to run them. A directory of
+    ``python3.X`` links, first on PATH, lets nox (and uv) find each one without
+    changing which ``python3`` the rest of the machine gets.
+    """
+    versions = Path(os.environ.get('PYENV_ROOT', Path.home() / '.pyenv')) / 'versions'
+    found = sorted(versions.glob('3.*/bin/python3.*[0-9]'))
+    if not found:
+        return
+    links = ROOT / '.nox' / '_interpreters'
+    links.mkdir(parents=True, exist_ok=True)
+    for binary in found:
+        if binary.name.count('.') != 1 or not os.access(binary, os.X_OK):
+            continue
+        link = links / binary.name
+        if not link.exists():
+            link.symlink_to(binary)
+    os.environ['PATH'] = f'{links}{os.pathsep}{os.environ.get("PATH", "")}'
+
+
+_expose_pyenv_interpreters()
+
+
+def _install_workspace(session: nox.Session, backend: str = 'cpu', jax: str = 'jax') -> None:
+    if backend == 'cuda':
+        jax = jax.replace('jax', 'jax[cuda12]', 1)
     # One resolver call: the local distributions satisfy each other's ranges, so
     # nothing named linen-* is looked up on an index.
     fixtures = [str(FIXTURES / name) for name in INSTALLED_FIXTURES if (FIXTURES / name).is_dir()]
     session.install(*_editable_args(), jax, *TEST_DEPS, *fixtures)
+    session.run('python', '-c', 'import jax; print("JAX", jax.__version__)')
 
 
 def _install_workspace_runtime(session: nox.Session) -> None:
@@ -117,18 +158,19 @@ def _run_tests(session: nox.Session) -> None:
 
 
 @nox.session
+@nox.parametrize('python,jax', JAX_ENDS)
 @nox.parametrize('backend', ['cpu', 'cuda'], ids=['cpu', 'cuda'])
-def tests(session: nox.Session, backend: str) -> None:
-    """Every distribution's tests, the integration tests and the executable docs."""
+def tests(session: nox.Session, backend: str, jax: str) -> None:
+    """The whole suite (every distribution, integration tests, docs) at both JAX ends."""
     if backend == 'cuda' and not _has_nvidia_gpu():
         session.skip('no NVIDIA GPU here (`nvidia-smi -L` failed); the CUDA tests need one')
-    _install_workspace(session, backend)
+    _install_workspace(session, backend, jax)
     _run_tests(session)
 
 
 @nox.session(python=PYTHONS)
 def tests_matrix(session: nox.Session) -> None:
-    """The CPU tests on every supported Python; a missing interpreter is skipped."""
+    """The CPU tests on every supported Python, each with the newest JAX it resolves."""
     _install_workspace(session, 'cpu')
     _run_tests(session)
 
