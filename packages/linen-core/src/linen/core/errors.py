@@ -37,11 +37,10 @@ __all__ = [
     'InvalidInstanceModuleError',
     'IncorrectPostInitOverrideError',
     'DescriptorAttributeError',
-    'JaxTransformError',
+    'MergeParamError',
     'TransformTargetError',
     'TransformedMethodReturnValueError',
     'InvalidCheckpointError',
-    'LazyInitError',
     'PartitioningUnspecifiedError',
     'PluginError',
     'PluginLoadError',
@@ -383,18 +382,14 @@ class DescriptorAttributeError(LinenError):
         )
 
 
+class MergeParamError(LinenError, ValueError):
+    """``merge_param`` got the value in both places, or in neither.
+
+    >>> nn.BatchNorm()(x)  # use_running_average neither set nor passed # doctest: +SKIP
+    """
+
+
 # ---------------------------------------------------------------------- transforms
-
-
-class JaxTransformError(LinenError):
-    """A JAX transform is applied across a module boundary in an unsupported way."""
-
-    def __init__(self, msg: str = ''):
-        super().__init__(
-            msg
-            or 'Jax transforms and modules cannot be mixed this way: use the lifted '
-            'transform (`nn.jit`, `nn.vmap`, ...) on the Module or the method.'
-        )
 
 
 class TransformTargetError(LinenError, TypeError):
@@ -425,17 +420,6 @@ class InvalidCheckpointError(LinenError, ValueError):
 
     def __init__(self, msg: str):
         super().__init__(msg)
-
-
-class LazyInitError(LinenError):
-    """``lazy_init`` needed the value of an abstract input."""
-
-    def __init__(self, partial_val=None):
-        super().__init__(
-            'Lazy init encountered a value that could only be computed with concrete '
-            'inputs; pass concrete arrays (or `jax.ShapeDtypeStruct`s only where values '
-            'are not needed).'
-        )
 
 
 class PartitioningUnspecifiedError(LinenError):
