@@ -123,30 +123,144 @@ def test_disable_plugins_hides_the_plugin(probe, plugin_site, needs_facade):
     assert enabled['access'] != 'AttributeError'
 
 
-def test_export_clash_names_both_distributions(probe, plugin_site, needs_facade):
-    """linen-plugin-clash exports Dense, which linen-layers owns: a clear error, not a silent pick."""
+def test_export_clash_keeps_the_first_party_name_and_warns(probe, plugin_site, needs_facade):
+    """linen-plugin-clash exports Dense, which linen-layers owns: a warning naming both,
+    linen-layers keeps the name, and the rest of linen.nn works."""
     result = probe(
         """
         import json, warnings
-        from linen.core.errors import PluginExportConflictError
-        raised = None
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')
-            try:
-                import linen.nn as nn
-                nn.Dense
-            except PluginExportConflictError as exc:
-                raised = {'type': type(exc).__name__, 'message': str(exc),
-                          'name': exc.name, 'dists': sorted([exc.first, exc.second])}
-        print(json.dumps(raised))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            import linen.nn as nn
+            from linen.layers import Dense
+            names = dir(nn)
+            dense_is_first_party = nn.Dense is Dense
+        from linen.core.errors import PluginWarning
+        print(json.dumps({
+            'warnings': [[type(w.message).__name__, str(w.message)] for w in caught
+                         if issubclass(w.category, PluginWarning)],
+            'dense_is_first_party': dense_is_first_party,
+            'module_works': nn.Module.__name__ == 'Module' and 'Module' in names,
+        }))
         """,
         sites=[plugin_site('linen-plugin-clash')],
     )
-    assert result is not None, 'nn.Dense with two providers raised no PluginExportConflictError'
-    assert result['type'] == 'PluginExportConflictError'
-    assert result['name'] == 'Dense'
-    assert result['dists'] == ['linen-layers', 'linen-plugin-clash']
-    assert 'linen-layers' in result['message'] and 'linen-plugin-clash' in result['message']
+    assert result['dense_is_first_party'] and result['module_works']
+    ((kind, message),) = result['warnings']
+    assert kind == 'PluginWarning'
+    assert 'linen.nn.Dense' in message
+    assert 'linen-layers' in message and 'linen-plugin-clash' in message
+
+
+def test_faulty_plugins_cost_only_their_own_names(probe, plugin_site, needs_module):
+    """A list from linen_exports, a raising linen_exports and a misspelled hook: each warns
+    naming its entry point and distribution (cause chained); a healthy sibling works."""
+    result = probe(
+        """
+        import json, warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            import linen.nn as nn
+            names = dir(nn)
+            module_ok = nn.Module.__name__ == 'Module'
+            ok = nn.FaultyOk.__name__
+        try:
+            nn.FaultyListed
+        except AttributeError as exc:
+            missing = {'message': str(exc), 'cause': type(exc.__cause__).__name__}
+        print(json.dumps({
+            'warnings': sorted(
+                [type(w.message).__name__, str(w.message),
+                 type(w.message.__cause__).__name__ if w.message.__cause__ else None]
+                for w in caught if 'linen-plugin-faulty' in str(w.message)),
+            'module_ok': module_ok and 'Module' in names and 'Dense' in names,
+            'ok': ok,
+            'listed': sorted(n for n in names if n.startswith('Faulty')),
+            'missing': missing,
+        }))
+        """,
+        sites=[plugin_site('linen-plugin-faulty')],
+    )
+    assert result['module_ok']
+    assert result['ok'] == 'Healthy' and result['listed'] == ['FaultyOk']
+    by_entry_point = {}
+    for kind, message, cause in result['warnings']:
+        (entry_point,) = [
+            e for e in ('faulty_list', 'faulty_raises', 'faulty_typo') if e in message
+        ]
+        by_entry_point[entry_point] = (kind, message, cause)
+    assert set(by_entry_point) == {'faulty_list', 'faulty_raises', 'faulty_typo'}
+    kind, message, cause = by_entry_point['faulty_list']
+    assert (kind, cause) == ('PluginWarning', 'PluginExportsTypeError')
+    assert 'returned a list' in message
+    kind, message, cause = by_entry_point['faulty_raises']
+    assert (kind, cause) == ('PluginWarning', 'RuntimeError')
+    assert 'exploded while listing' in message
+    kind, message, cause = by_entry_point['faulty_typo']
+    assert kind == 'PluginHookNameWarning'
+    assert "linen_export, which is not a linen hook" in message
+    assert "Did you mean 'linen_exports'?" in message
+    # An unknown name chains the failure of the plugin that may have provided it.
+    assert 'faulty_' in result['missing']['message']
+    assert result['missing']['cause'] in {'PluginHookError', 'PluginExportsTypeError'}
+
+
+def test_faulty_plugins_disabled_by_distribution_name(probe, plugin_site, needs_module):
+    result = probe(
+        """
+        import json, warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            import linen.nn as nn
+            names = dir(nn)
+        print(json.dumps({'warnings': [str(w.message) for w in caught],
+                          'faulty': [n for n in names if n.startswith('Faulty')],
+                          'dense': 'Dense' in names}))
+        """,
+        sites=[plugin_site('linen-plugin-faulty')],
+        env={'LINEN_DISABLE_PLUGINS': 'linen-plugin-faulty'},
+    )
+    assert result == {'warnings': [], 'faulty': [], 'dense': True}
+
+
+def test_plugin_loading_from_eight_threads_at_once(probe, needs_module):
+    """Eight threads start at a barrier and each reads linen.nn names and the manager:
+    none may see the manager before every entry point is loaded."""
+    result = probe(
+        """
+        import json, threading
+        from linen.core import _plugins
+        barrier = threading.Barrier(8)
+        seen = [None] * 8
+
+        def worker(i):
+            barrier.wait()
+            try:
+                if i % 2:
+                    pm = _plugins.get_plugin_manager()
+                    got = [pm.get_plugin(n) is not None for n in ('layers', 'module', 'core')]
+                    import linen.nn as nn
+                    seen[i] = ['manager', got, nn.Dense.__module__]
+                else:
+                    import linen.nn as nn
+                    seen[i] = ['facade', nn.Dense.__name__, nn.Module.__name__,
+                               'Dense' in dir(nn)]
+            except BaseException as exc:
+                seen[i] = ['error', f'{type(exc).__name__}: {exc}']
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print(json.dumps(seen))
+        """
+    )
+    assert [r[0] for r in result] == ['facade', 'manager'] * 4, result
+    for r in result[0::2]:
+        assert r[1:] == ['Dense', 'Module', True]
+    for r in result[1::2]:
+        assert r[1] == [True, True, True]
 
 
 def test_broken_plugin_is_named_and_the_rest_works(probe, plugin_site, needs_facade):

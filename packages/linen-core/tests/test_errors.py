@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import inspect
+import pickle
 
 import pytest
 
 from linen.core import errors
 
-CLASSES = [getattr(errors, name) for name in errors.__all__]
+CLASSES = [
+    getattr(errors, name)
+    for name in errors.__all__
+    if not issubclass(getattr(errors, name), Warning)
+]
+WARNINGS = [
+    getattr(errors, name) for name in errors.__all__ if issubclass(getattr(errors, name), Warning)
+]
 
 
 @pytest.mark.parametrize('cls', CLASSES, ids=lambda c: c.__name__)
@@ -27,6 +35,25 @@ def test_all_lists_every_error_class_of_the_module():
     }
     assert defined <= set(errors.__all__)
     assert len(errors.__all__) == len(set(errors.__all__))
+
+
+@pytest.mark.parametrize('cls', WARNINGS, ids=lambda c: c.__name__)
+def test_plugin_warnings_are_user_warnings_with_public_module(cls):
+    assert issubclass(cls, errors.PluginWarning) and issubclass(cls, UserWarning)
+    assert cls.__module__ == 'linen.core.errors'
+    assert cls.__doc__
+
+
+@pytest.mark.parametrize('cls', CLASSES, ids=lambda c: c.__name__)
+def test_every_core_error_pickles(cls):
+    # A constructor-agnostic round trip (the integration test builds real instances
+    # of every distribution's errors): the message and attributes survive.
+    err = cls.__new__(cls)
+    err.args = ('message of the test',)
+    err.where = 'Dense_0'
+    clone = pickle.loads(pickle.dumps(err))
+    assert type(clone) is cls
+    assert clone.args == ('message of the test',) and clone.where == 'Dense_0'
 
 
 def test_flax_error_is_the_base_alias():
@@ -66,6 +93,8 @@ def test_key_errors_print_their_message_not_its_repr():
         ),
         (errors.PluginLoadError('p', 'd', ImportError('x')), r'LINEN_DISABLE_PLUGINS=p'),
         (errors.PluginExportConflictError('Dense', 'a', 'b'), r'"a" and "b"'),
+        (errors.PluginExportsTypeError('p', 'd', 'returned a list'), r'"p".*"d".*a list'),
+        (errors.PluginHookError('p', 'd', 'linen_exports', KeyError('k')), r'"p".*"d".*KeyError'),
         (errors.ApplyModuleInvalidMethodError('nope', 'M'), r"method='nope' on M"),
         (errors.MultipleMethodsCompactError('M', ['a', 'b']), r'M has several \(a, b\)'),
     ],

@@ -12,7 +12,8 @@ import types
 import pytest
 
 import linen.nn as nn
-from linen.core import _plugins, errors
+from linen.core import DenyList, _plugins, errors
+from linen.core.frozen_dict import FrozenDict
 from linen.core.hookspecs import hookimpl
 
 
@@ -89,31 +90,118 @@ def test_hook_raising_names_the_plugin(registered):
     registered(make_plugin(linen_exports=broken), 'test-broken-hook', distribution='test-dist')
     with pytest.raises(
         errors.PluginHookError,
-        match=r'"test-broken-hook" from distribution "test-dist" raised in hook '
-        r'linen_exports: ValueError: boom from test',
+        match=r'"test-broken-hook" \(entry point "test-broken-hook" of distribution '
+        r'"test-dist"\) raised in hook linen_exports: ValueError: boom from test',
     ) as info:
         _plugins.call_hook('linen_exports')
     assert info.value.plugin == 'test-broken-hook'
     assert info.value.distribution == 'test-dist'
-    # the facade builds its table through the same hook
-    with pytest.raises(errors.PluginHookError, match='test-broken-hook'):
-        dir(nn)
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_raising_exports_cost_only_that_plugin(registered):
+    original = ValueError('boom from test')
+
+    def broken():
+        raise original
+
+    registered(make_plugin(linen_exports=broken), 'test-raising', distribution='test-dist')
+    with pytest.warns(errors.PluginWarning, match=r'"test-raising".*"test-dist".*boom') as rec:
+        names = dir(nn)
+    # the original traceback is chained to the warning
+    (warning,) = [w.message for w in rec if 'test-raising' in str(w.message)]
+    assert warning.__cause__ is original
+    assert {'Module', 'FrozenDict', 'DenyList'} <= set(names)
+    assert nn.FrozenDict is FrozenDict
+    # a name the broken plugin may have meant: the error says which plugin failed
+    with pytest.raises(AttributeError, match='NotThere.*test-raising.*boom') as info:
+        _ = nn.NotThere
+    assert isinstance(info.value.__cause__, errors.PluginHookError)
+    assert info.value.__cause__.__cause__ is original
+
+
+@pytest.mark.parametrize(
+    ('exports', 'pattern'),
+    [
+        (['Dense'], r'returned a list'),
+        ('Dense', r'returned a str'),
+        ({1: object()}, r'keys that are not identifiers: \[1\]'),
+    ],
+)
+def test_malformed_exports_cost_only_that_plugin(registered, exports, pattern):
+    registered(make_plugin(linen_exports=lambda: exports), 'test-malformed', distribution='bad')
+    with pytest.warns(errors.PluginWarning, match=r'"test-malformed".*"bad".*' + pattern):
+        names = dir(nn)
+    assert 'Module' in names and nn.DenyList is DenyList
 
 
 def test_facade_recovers_after_broken_plugin_is_removed():
     _plugins.register(make_plugin(linen_exports=lambda: 1 / 0), name='test-transient')
-    with pytest.raises(errors.PluginHookError, match='ZeroDivisionError'):
-        dir(nn)
+    with pytest.warns(errors.PluginWarning, match='ZeroDivisionError'):
+        assert 'Module' in dir(nn)
     _plugins.unregister('test-transient')
-    assert 'Module' in dir(nn)
+    assert 'Module' in dir(nn)  # and no warning any more (warnings are errors here)
 
 
-def test_two_distributions_exporting_one_name_conflict(registered):
-    registered(make_plugin(linen_exports=lambda: {'DenyList': 1}), 'test-clash', distribution='x')
-    with pytest.raises(
-        errors.PluginExportConflictError, match=r'linen.nn.DenyList is contributed by two'
+def test_clash_with_a_first_party_name_keeps_the_first_party_one(registered):
+    mine = object()
+    registered(
+        make_plugin(linen_exports=lambda: {'DenyList': 1, 'TestMine': mine}),
+        'test-clash',
+        distribution='x-dist',
+    )
+    with pytest.warns(
+        errors.PluginWarning,
+        match=r'linen.nn.DenyList is contributed by two.*"linen-core".*"x-dist"',
     ):
-        dir(nn)
+        names = dir(nn)
+    assert nn.DenyList is DenyList
+    assert nn.TestMine is mine  # the plugin's other names still work
+    assert {'Module', 'TestMine'} <= set(names)
+
+
+def test_two_third_party_plugins_exporting_one_name_withhold_it(registered):
+    registered(
+        make_plugin(linen_exports=lambda: {'TestTwice': 1, 'TestA': 7}), 'ta', distribution='a'
+    )
+    registered(make_plugin(linen_exports=lambda: {'TestTwice': 2}), 'tb', distribution='b')
+    with pytest.warns(errors.PluginWarning, match=r'TestTwice is contributed by two'):
+        names = dir(nn)
+    assert 'TestTwice' not in names and 'TestA' in names
+    with pytest.raises(errors.PluginExportConflictError, match=r'"[ab]" and "[ab]"') as info:
+        _ = nn.TestTwice
+    assert sorted([info.value.first, info.value.second]) == ['a', 'b']
+    assert not hasattr(nn, 'TestTwice')  # the conflict is an AttributeError too
+    assert nn.TestA == 7 and nn.Module is not None
+
+
+def test_export_whose_import_fails_raises_a_typed_error_naming_the_plugin(registered):
+    registered(
+        make_plugin(linen_exports=lambda: {'TestGone': 'no_such_module_xyz:Thing', 'TestOk': 3}),
+        'test-gone',
+        distribution='gone-dist',
+    )
+    with pytest.raises(errors.PluginLoadError, match=r'"test-gone".*"gone-dist".*no_such') as info:
+        _ = nn.TestGone
+    assert isinstance(info.value.__cause__, ModuleNotFoundError)
+    assert nn.TestOk == 3 and 'Module' in dir(nn)
+
+
+def test_misspelled_hook_name_warns_with_a_suggestion(registered):
+    plugin = make_plugin(linen_export=lambda: {'TestNeverSeen': 1})
+    with pytest.warns(
+        errors.PluginHookNameWarning,
+        match=r'"test-typo" .*distribution "typo-dist"\) defines linen_export, which is not a '
+        r"linen hook.*Did you mean 'linen_exports'\?",
+    ):
+        registered(plugin, 'test-typo', distribution='typo-dist')
+    assert 'TestNeverSeen' not in dir(nn)
+
+
+def test_plain_function_with_a_hook_like_name_warns_too(registered):
+    plugin = types.SimpleNamespace(linen_exprots=lambda: {}, helper=lambda: None)
+    with pytest.warns(errors.PluginHookNameWarning, match='linen_exprots'):
+        registered(plugin, 'test-typo-plain')
 
 
 def test_registering_a_plugin_with_a_wrong_hook_signature_fails_loudly():
@@ -188,6 +276,23 @@ def test_disable_plugins_comma_list_blocks_each():
         print(json.dumps({'names': names, 'blocked': pm.get_plugin(blocked) is None}))
         """,
         LINEN_DISABLE_PLUGINS=' layers , module',
+    )
+    assert 'core' in result['names']
+    assert 'layers' not in result['names'] and 'module' not in result['names']
+    assert result['blocked']
+
+
+def test_disable_plugins_accepts_distribution_names():
+    result = run_fresh(
+        """
+        import json
+        from linen.core import _plugins
+        pm = _plugins.get_plugin_manager()
+        names = sorted(pm.get_name(p) for p in pm.get_plugins())
+        blocked = _plugins.register(object(), name='mine', distribution='linen-module')
+        print(json.dumps({'names': names, 'blocked': pm.get_plugin(blocked) is None}))
+        """,
+        LINEN_DISABLE_PLUGINS='linen-layers,linen-module',
     )
     assert 'core' in result['names']
     assert 'layers' not in result['names'] and 'module' not in result['names']

@@ -2,19 +2,28 @@
 
 Plugins are modules named by entry points in group ``linen``. First-party
 distributions register exactly like a third party: nothing here imports them.
-``LINEN_DISABLE_PLUGINS`` (comma list of entry-point names) blocks plugins.
+``LINEN_DISABLE_PLUGINS`` (comma list of entry-point or distribution names)
+blocks plugins.
 
-Failures never pass silently: a plugin that fails to import is recorded as a
-:class:`PluginLoadError` naming the plugin and its distribution and raised when
-the facade is used (`linen.nn`), and an exception in a hook is re-raised as a
-:class:`PluginHookError` with the same information.
+Failures never pass silently, and one plugin's failure costs only that plugin: a
+plugin that fails to import is recorded as a :class:`PluginLoadError` naming the
+entry point and its distribution (with the original exception as ``__cause__``)
+and shown as a :class:`PluginWarning`; a function named ``linen_*`` that is no
+hook (a misspelling) gives a :class:`PluginHookNameWarning`; an exception in a
+hook is re-raised as a :class:`PluginHookError` with the same information.
+
+The manager is published only once every entry point is loaded, so another
+thread never sees a half-loaded set of plugins.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import inspect
 import os
 import threading
+import warnings
 from collections.abc import Callable
 from importlib import metadata
 from typing import Any
@@ -22,7 +31,13 @@ from typing import Any
 import pluggy
 
 from linen.core import hookspecs
-from linen.core.errors import PluginError, PluginHookError, PluginLoadError
+from linen.core.errors import (
+    PluginError,
+    PluginHookError,
+    PluginHookNameWarning,
+    PluginLoadError,
+    PluginWarning,
+)
 
 __all__ = [
     'ENTRY_POINT_GROUP',
@@ -36,12 +51,16 @@ __all__ = [
     'load_errors',
     'on_plugins_changed',
     'plugins_generation',
+    'warn_plugin_problem',
 ]
 
 ENTRY_POINT_GROUP = 'linen'
 
 _lock = threading.RLock()
 _pm: pluggy.PluginManager | None = None
+# The manager being filled by _load; only the loading thread (which holds _lock)
+# can see it, when a plugin module asks for the manager while it is imported.
+_loading: pluggy.PluginManager | None = None
 _load_errors: list[PluginError] = []
 # name of a registered plugin -> the distribution that provides it
 _distributions: dict[str, str] = {}
@@ -73,8 +92,30 @@ def _disabled_names() -> set[str]:
     return {name.strip() for name in raw.split(',') if name.strip()}
 
 
+def _is_disabled(name: str, distribution: str, disabled: set[str]) -> bool:
+    # Messages show both names, so the variable accepts either.
+    return name in disabled or distribution in disabled
+
+
 def _entry_points():
     return metadata.entry_points(group=ENTRY_POINT_GROUP)
+
+
+def warn_plugin_problem(
+    error: PluginError | str,
+    category: type[Warning] = PluginWarning,
+    cause: BaseException | None = None,
+    stacklevel: int = 2,
+) -> None:
+    """Warn about a misbehaving plugin, chaining the original exception as ``__cause__``.
+
+    Under ``-W error`` the warning is raised as an exception whose chain shows the
+    plugin's own traceback.
+    """
+    warning = category(str(error))
+    cause = cause if cause is not None else getattr(error, '__cause__', None)
+    warning.__cause__ = cause
+    warnings.warn(warning, stacklevel=stacklevel + 1)
 
 
 def _on_register(plugin: Any, pm: pluggy.PluginManager) -> None:
@@ -91,56 +132,133 @@ def get_plugin_manager() -> pluggy.PluginManager:
     if pm is not None:
         return pm
     with _lock:
-        if _pm is None:
-            _load()
-        return _pm  # type: ignore[return-value]
+        if _pm is not None:
+            return _pm
+        if _loading is not None:
+            # Re-entered from a plugin module being imported by _load (same thread).
+            return _loading
+        problems = _load()
+    for message in problems:
+        warn_plugin_problem(message.error, message.category, stacklevel=2)
+    return _pm  # type: ignore[return-value]
 
 
-def _load() -> None:
-    global _pm
+class _Problem:
+    """A warning to emit once the manager is published (not while holding the lock)."""
+
+    def __init__(self, error: PluginError, category: type[Warning] = PluginWarning):
+        self.error, self.category = error, category
+
+
+def _load() -> list[_Problem]:
+    global _pm, _loading
     pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
+    _loading = pm
+    problems: list[_Problem] = []
+    try:
+        disabled = _disabled_names()
+        loaded: list[tuple[Any, str, str]] = []
+        for ep in sorted(_entry_points(), key=lambda e: e.name):
+            dist = ep.dist.name if getattr(ep, 'dist', None) is not None else '<unknown>'
+            if _is_disabled(ep.name, dist, disabled):
+                continue
+            try:
+                plugin = ep.load()
+            except Exception as exc:
+                err = PluginLoadError(ep.name, dist, exc)
+                err.__cause__ = exc
+                _load_errors.append(err)
+                problems.append(_Problem(err))
+                continue
+            err = _register(pm, plugin, ep.name, dist)
+            if err is not None:
+                _load_errors.append(err)
+                problems.append(_Problem(err))
+            else:
+                loaded.append((plugin, ep.name, dist))
+        # Specs come from plugins (module's dispatcher hooks), so names are checked
+        # only once every plugin has added its own.
+        for plugin, name, dist in loaded:
+            problems.extend(_unknown_hook_names(pm, plugin, name, dist))
+    finally:
+        _loading = None
+    # Published last: a thread that finds _pm set sees every entry point loaded.
     _pm = pm
-    disabled = _disabled_names()
-    for ep in sorted(_entry_points(), key=lambda e: e.name):
-        if ep.name in disabled:
-            continue
-        dist = ep.dist.name if getattr(ep, 'dist', None) is not None else '<unknown>'
-        try:
-            plugin = ep.load()
-        except Exception as exc:
-            _load_errors.append(PluginLoadError(ep.name, dist, exc))
-            continue
-        _register(plugin, ep.name, dist)
     _changed()
+    return problems
 
 
-def _register(plugin: Any, name: str, distribution: str) -> None:
-    pm = _pm
-    assert pm is not None
+def _unknown_hook_names(
+    pm: pluggy.PluginManager, plugin: Any, name: str, distribution: str
+) -> list[_Problem]:
+    """A ``linen_*`` function of a plugin that matches no hook spec (``linen_export``)."""
+    problems = []
+    for attr in sorted(dir(plugin)):
+        if not attr.startswith(hookspecs.PROJECT_NAME + '_'):
+            continue
+        value = getattr(plugin, attr, None)
+        if not inspect.isroutine(value):
+            continue
+        marker = getattr(value, hookspecs.PROJECT_NAME + '_impl', None) or {}
+        if marker.get('optionalhook'):
+            continue  # declared as a hook of a distribution that may be absent
+        caller = getattr(pm.hook, attr, None)
+        if caller is not None and caller.spec is not None:
+            continue
+        known = sorted(
+            n
+            for n in dir(pm.hook)
+            if not n.startswith('_') and getattr(getattr(pm.hook, n), 'spec', None)
+        )
+        close = [k for k in known if _similar(attr, k)]
+        hint = f' Did you mean {close[0]!r}?' if close else f' Known hooks: {", ".join(known)}.'
+        err = PluginError(
+            f'linen plugin "{name}" (entry point "{name}" of distribution "{distribution}") '
+            f'defines {attr}, which is not a linen hook, so it is never called.{hint}'
+        )
+        problems.append(_Problem(err, PluginHookNameWarning))
+    return problems
+
+
+def _similar(a: str, b: str) -> bool:
+    return difflib.SequenceMatcher(None, a, b).ratio() >= 0.8
+
+
+def _register(pm: pluggy.PluginManager, plugin: Any, name: str, distribution: str):
+    """Register ``plugin``; return the :class:`PluginLoadError` if pluggy refuses it."""
     if pm.is_registered(plugin) or pm.get_plugin(name) is not None:
-        return
+        return None
     try:
         _on_register(plugin, pm)
         pm.register(plugin, name=name)
     except Exception as exc:
-        _load_errors.append(PluginLoadError(name, distribution, exc))
-        return
+        err = PluginLoadError(name, distribution, exc)
+        err.__cause__ = exc
+        return err
     _distributions[name] = distribution
+    return None
 
 
 def register(plugin: Any, name: str | None = None, distribution: str = '<runtime>') -> str:
-    """Register a plugin object at run time (tests, notebooks); returns its name."""
-    get_plugin_manager()
+    """Register a plugin object at run time (tests, notebooks); returns its name.
+
+    Raises :class:`PluginLoadError` if pluggy refuses it (a hook with a wrong
+    signature); warns :class:`PluginHookNameWarning` for a ``linen_*`` function
+    that is no hook.
+    """
+    pm = get_plugin_manager()
     name = name or getattr(plugin, '__name__', None) or f'plugin-{id(plugin)}'
     with _lock:
-        if name in _disabled_names():
+        if _is_disabled(name, distribution, _disabled_names()):
             return name
-        before = len(_load_errors)
-        _register(plugin, name, distribution)
-        if len(_load_errors) > before:
-            raise _load_errors.pop()
+        err = _register(pm, plugin, name, distribution)
+        if err is not None:
+            raise err
+        problems = _unknown_hook_names(pm, plugin, name, distribution)
         _changed()
+    for problem in problems:
+        warn_plugin_problem(problem.error, problem.category)
     return name
 
 

@@ -37,25 +37,43 @@ __all__ = [
     'InvalidInstanceModuleError',
     'IncorrectPostInitOverrideError',
     'DescriptorAttributeError',
-    'JaxTransformError',
+    'MergeParamError',
     'TransformTargetError',
     'TransformedMethodReturnValueError',
     'InvalidCheckpointError',
-    'LazyInitError',
     'PartitioningUnspecifiedError',
     'PluginError',
     'PluginLoadError',
     'PluginHookError',
     'PluginExportConflictError',
+    'PluginExportsTypeError',
+    'PluginHookNameWarning',
+    'PluginWarning',
     'ConfigError',
 ]
 
 
+def _restore_error(cls: type, args: tuple, state: dict) -> BaseException:
+    # Subclasses take their own constructor arguments (a plugin name, a shape, ...),
+    # not the message, so unpickling rebuilds the instance without calling __init__.
+    err = cls.__new__(cls, *args)
+    err.args = args
+    err.__dict__.update(state)
+    return err
+
+
 class LinenError(Exception):
-    """Base class of every error linen raises on purpose."""
+    """Base class of every error linen raises on purpose.
+
+    Every subclass pickles with its message and attributes (multiprocessing and
+    pytest-xdist send exceptions between processes), whatever its ``__init__`` takes.
+    """
 
     def __init__(self, message: str):
         super().__init__(message)
+
+    def __reduce__(self):
+        return _restore_error, (type(self), self.args, dict(self.__dict__))
 
 
 FlaxError = LinenError
@@ -364,18 +382,14 @@ class DescriptorAttributeError(LinenError):
         )
 
 
+class MergeParamError(LinenError, ValueError):
+    """``merge_param`` got the value in both places, or in neither.
+
+    >>> nn.BatchNorm()(x)  # use_running_average neither set nor passed # doctest: +SKIP
+    """
+
+
 # ---------------------------------------------------------------------- transforms
-
-
-class JaxTransformError(LinenError):
-    """A JAX transform is applied across a module boundary in an unsupported way."""
-
-    def __init__(self, msg: str = ''):
-        super().__init__(
-            msg
-            or 'Jax transforms and modules cannot be mixed this way: use the lifted '
-            'transform (`nn.jit`, `nn.vmap`, ...) on the Module or the method.'
-        )
 
 
 class TransformTargetError(LinenError, TypeError):
@@ -408,17 +422,6 @@ class InvalidCheckpointError(LinenError, ValueError):
         super().__init__(msg)
 
 
-class LazyInitError(LinenError):
-    """``lazy_init`` needed the value of an abstract input."""
-
-    def __init__(self, partial_val=None):
-        super().__init__(
-            'Lazy init encountered a value that could only be computed with concrete '
-            'inputs; pass concrete arrays (or `jax.ShapeDtypeStruct`s only where values '
-            'are not needed).'
-        )
-
-
 class PartitioningUnspecifiedError(LinenError):
     """A transform needs ``metadata_params={PARTITION_NAME: ...}`` for boxed parameters."""
 
@@ -433,44 +436,102 @@ class PartitioningUnspecifiedError(LinenError):
 # ------------------------------------------------------------------------- plugins
 
 
+def _plugin_where(plugin: str, distribution: str) -> str:
+    return f'linen plugin "{plugin}" (entry point "{plugin}" of distribution "{distribution}")'
+
+
+def _skip_hint(plugin: str, distribution: str) -> str:
+    return f'skip it with LINEN_DISABLE_PLUGINS={plugin} (or ={distribution})'
+
+
 class PluginError(LinenError):
-    """Base class of plugin failures; the message names the plugin and its distribution."""
+    """Base class of plugin failures; the message names the plugin and its distribution.
+
+    The original exception, where there is one, is chained as ``__cause__``.
+    """
 
 
 class PluginLoadError(PluginError, ImportError):
-    """A plugin registered in entry-point group ``linen`` failed to import."""
+    """A plugin registered in entry-point group ``linen`` failed to import.
+
+    >>> import linen.nn as nn  # a plugin module raises on import # doctest: +SKIP
+    """
 
     def __init__(self, plugin: str, distribution: str, cause: BaseException):
         self.plugin, self.distribution = plugin, distribution
         super().__init__(
-            f'linen plugin "{plugin}" from distribution "{distribution}" failed to load: '
-            f'{type(cause).__name__}: {cause}. Reinstall or fix that distribution, or skip '
-            f'it with LINEN_DISABLE_PLUGINS={plugin}.'
+            f'{_plugin_where(plugin, distribution)} failed to load: '
+            f'{type(cause).__name__}: {cause}. Reinstall or fix that distribution, or '
+            f'{_skip_hint(plugin, distribution)}.'
         )
 
 
 class PluginHookError(PluginError, RuntimeError):
-    """A plugin's hook implementation raised."""
+    """A plugin's hook implementation raised.
+
+    >>> dir(nn)  # a plugin's linen_exports raises # doctest: +SKIP
+    """
 
     def __init__(self, plugin: str, distribution: str, hook: str, cause: BaseException):
         self.plugin, self.distribution, self.hook = plugin, distribution, hook
         super().__init__(
-            f'linen plugin "{plugin}" from distribution "{distribution}" raised in hook '
-            f'{hook}: {type(cause).__name__}: {cause}. Fix or uninstall that distribution, '
-            f'or skip it with LINEN_DISABLE_PLUGINS={plugin}.'
+            f'{_plugin_where(plugin, distribution)} raised in hook {hook}: '
+            f'{type(cause).__name__}: {cause}. Fix or uninstall that distribution, or '
+            f'{_skip_hint(plugin, distribution)}.'
         )
 
 
-class PluginExportConflictError(PluginError, ValueError):
-    """Two plugins contribute the same name to ``linen.nn``."""
+class PluginExportsTypeError(PluginError, TypeError):
+    """A plugin's ``linen_exports`` returned something other than a mapping of names.
+
+    >>> @hookimpl
+    ... def linen_exports():
+    ...     return [Dense]  # a list, not {'Dense': Dense} # doctest: +SKIP
+    """
+
+    def __init__(self, plugin: str, distribution: str, problem: str):
+        self.plugin, self.distribution = plugin, distribution
+        super().__init__(
+            f'{_plugin_where(plugin, distribution)}: linen_exports {problem}; it must '
+            'return a mapping of str names to objects or "package.module:attr" strings, '
+            f'e.g. {{"MyLayer": "my_pkg.layers:MyLayer"}}. Fix that distribution, or '
+            f'{_skip_hint(plugin, distribution)}.'
+        )
+
+
+class PluginExportConflictError(PluginError, ValueError, AttributeError):
+    """Two plugins contribute the same name to ``linen.nn``.
+
+    A first-party distribution keeps its name (the other plugin's is dropped with a
+    :class:`PluginWarning`); between two third-party plugins the name is withheld and
+    reading it raises this error (an ``AttributeError`` too, so ``hasattr`` works).
+
+    >>> nn.MyLayer  # two installed plugins export MyLayer # doctest: +SKIP
+    """
 
     def __init__(self, name: str, first: str, second: str):
         self.name, self.first, self.second = name, first, second
         super().__init__(
             f'linen.nn.{name} is contributed by two distributions: "{first}" and '
             f'"{second}". Rename the layer in one of them, or disable one plugin with '
-            'LINEN_DISABLE_PLUGINS.'
+            'LINEN_DISABLE_PLUGINS (entry-point or distribution name).'
         )
+
+
+class PluginWarning(UserWarning):
+    """A plugin misbehaved; its names are dropped and the rest of ``linen.nn`` works.
+
+    The message names the plugin's entry point and distribution; ``__cause__``
+    holds the original exception where there is one.
+    """
+
+
+class PluginHookNameWarning(PluginWarning):
+    """A plugin defines a ``linen_*`` function that is no hook (a misspelling?).
+
+    >>> def linen_export():  # should be linen_exports # doctest: +SKIP
+    ...     return {}
+    """
 
 
 class ConfigError(LinenError, KeyError):

@@ -22,7 +22,11 @@ array>}``: Flax reads that back as a plain dict, and this module as a key array.
 
 Malformed bytes, and a state dict that does not fit the target (missing keys,
 wrong lengths or shapes), raise :class:`~linen.core.errors.InvalidCheckpointError`
-naming the path in the tree.
+naming the path in the tree. The reader trusts nothing in the bytes: a declared
+shape must be non-negative and match the payload's length before anything is
+allocated, dtype names are looked up (never parsed, so no ``object`` or
+structured dtype gets in), and any failure of the decoder is reported as
+``InvalidCheckpointError``; so no input allocates more than its own size order.
 """
 
 from __future__ import annotations
@@ -30,10 +34,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
 import jax
+import ml_dtypes  # noqa: F401  (registers bfloat16, float8_*, int4 ... in np.sctypeDict)
 import msgpack
 import numpy as np
 
@@ -173,6 +179,12 @@ def _restore_leaf(target: Any, state: Any) -> Any:
                 f'Cannot restore a PRNG key array at path {current_path()} from raw data '
                 f'of shape {tuple(state.shape)} and dtype {state.dtype}: {e}'
             ) from e
+    if not hasattr(state, 'shape') and not isinstance(state, (bool, int, float, complex)):
+        raise InvalidCheckpointError(
+            f'Expected an array of shape {tuple(target.shape)} at path {current_path()}, '
+            f'found a {type(state).__name__}. The checkpoint is corrupt or has a different '
+            'structure than the target.'
+        )
     if hasattr(state, 'shape') and tuple(state.shape) != tuple(target.shape):
         raise InvalidCheckpointError(
             f'Shape mismatch at path {current_path()}: the target has shape '
@@ -320,40 +332,86 @@ def msgpack_serialize(pytree: Any, in_place: bool = False) -> bytes:
     return msgpack.packb(_prepare(pytree), default=_ext_pack, strict_types=True)
 
 
-def _dtype_from_name(name: str) -> np.dtype:
-    try:
-        return np.dtype(name)
-    except TypeError:
-        pass
-    import ml_dtypes
+_SIZED_DTYPE = re.compile(r'(bytes|str|void)([0-9]{1,12})')
+_TIME_DTYPE = re.compile(r'(datetime64|timedelta64)\[([0-9]{0,4}[a-zA-Z]{1,2})\]')
+_SIZED_KIND = {'bytes': ('S', 8), 'str': ('U', 32), 'void': ('V', 8)}
+# numpy allows at most 64 axes; a larger rank is corrupt input.
+_MAX_RANK = 64
 
-    try:
-        return np.dtype(getattr(ml_dtypes, name))
-    except (AttributeError, TypeError):
+
+def _dtype_or_none(name: Any) -> np.dtype | None:
+    # Looked up, never parsed: np.dtype(str) would also accept structured specs
+    # ('i4,O' holds Python objects), subarrays ('(2,)f4') and deprecated aliases
+    # (which warn). Writers store ``dtype.name``, which is one of these forms.
+    if not isinstance(name, str) or len(name) > 40:
+        return None
+    scalar_type = np.sctypeDict.get(name)
+    if scalar_type is not None:
+        return np.dtype(scalar_type)
+    sized = _SIZED_DTYPE.fullmatch(name)
+    if sized is not None:
+        code, bits_per_item = _SIZED_KIND[sized[1]]
+        bits = int(sized[2])
+        if bits % bits_per_item == 0:
+            return np.dtype(f'{code}{bits // bits_per_item}')
+        return None
+    timed = _TIME_DTYPE.fullmatch(name)
+    if timed is not None:
+        try:
+            return np.dtype(name)
+        except TypeError:
+            return None
+    return None
+
+
+def _dtype_from_name(name: Any) -> np.dtype:
+    dtype = _dtype_or_none(name)
+    if dtype is None:
         raise InvalidCheckpointError(
-            f'Unknown dtype "{name}" at path {current_path()}: this NumPy/ml_dtypes cannot '
+            f'Unknown dtype "{str(name)[:60]}" at path {current_path()}: this NumPy/ml_dtypes cannot '
             'represent it. Upgrade ml_dtypes, or the checkpoint is corrupt.'
-        ) from None
+        )
+    if dtype.hasobject or dtype.itemsize == 0:
+        raise InvalidCheckpointError(
+            f'Refusing dtype "{name}" at path {current_path()}: checkpoints hold plain '
+            'numeric, bool, bytes or str arrays, never Python objects or zero-size items. '
+            'The checkpoint is corrupt or was crafted.'
+        )
+    return dtype
+
+
+def _corrupt_record(problem: str) -> InvalidCheckpointError:
+    return InvalidCheckpointError(
+        f'Corrupt array record at path {current_path()}: {problem}. The checkpoint is '
+        'truncated or corrupt.'
+    )
 
 
 def _decode_array(data: bytes, scalar: bool) -> Any:
     try:
-        shape, dtype_name, buffer = msgpack.unpackb(data, raw=False)
-        shape = tuple(int(d) for d in shape)
+        record = msgpack.unpackb(data, raw=False)
     except Exception as e:
-        raise InvalidCheckpointError(
-            f'Corrupt array record at path {current_path()}: {type(e).__name__}: {e}'
-        ) from e
-    if not isinstance(dtype_name, str) or not isinstance(buffer, bytes):
-        raise InvalidCheckpointError(
-            f'Corrupt array record at path {current_path()}: expected (shape, dtype name, '
-            f'bytes), got types ({type(dtype_name).__name__}, {type(buffer).__name__}).'
-        )
+        raise _corrupt_record(f'{type(e).__name__}: {e}') from e
+    if not isinstance(record, list) or len(record) != 3:
+        raise _corrupt_record(f'expected (shape, dtype name, bytes), got {type(record).__name__}')
+    shape, dtype_name, buffer = record
+    if not isinstance(buffer, bytes):
+        raise _corrupt_record(f'the data is {type(buffer).__name__}, not bytes')
+    if (
+        not isinstance(shape, list)
+        or len(shape) > _MAX_RANK
+        or not all(type(d) is int and d >= 0 for d in shape)
+    ):
+        raise _corrupt_record(f'invalid shape {shape!r:.100} (a list of non-negative ints)')
+    shape = tuple(shape)
+    if scalar and shape:
+        raise _corrupt_record(f'a NumPy scalar with shape {shape}')
     dtype = _dtype_from_name(dtype_name)
+    # Checked before any allocation: the payload must hold exactly the declared array.
     expected = math.prod(shape) * dtype.itemsize
     if len(buffer) != expected:
         raise InvalidCheckpointError(
-            f'Corrupt array at path {current_path()}: shape {shape} of {dtype_name} needs '
+            f'Corrupt array at path {current_path()}: shape {shape} of {dtype.name} needs '
             f'{expected} bytes but the record holds {len(buffer)}. The checkpoint is '
             'truncated or corrupt.'
         )
@@ -369,6 +427,8 @@ def _decode_ext(ext: msgpack.ExtType) -> Any:
     if ext.code == _EXT_NATIVE_COMPLEX:
         try:
             real, imag = msgpack.unpackb(ext.data)
+            if not all(type(v) in (int, float) for v in (real, imag)):
+                raise TypeError(f'parts of types {type(real).__name__}, {type(imag).__name__}')
             return complex(real, imag)
         except Exception as e:
             raise InvalidCheckpointError(
@@ -382,9 +442,20 @@ def _decode_ext(ext: msgpack.ExtType) -> Any:
 
 def _unchunk(node: dict) -> np.ndarray:
     try:
-        shape = tuple(int(node['shape'][str(i)]) for i in range(len(node['shape'])))
-        chunks = node['chunks']
-        parts = [np.asarray(chunks[str(i)]).reshape(-1) for i in range(len(chunks))]
+        shape_node, chunks = node['shape'], node['chunks']
+        if not isinstance(shape_node, dict) or not isinstance(chunks, dict) or not chunks:
+            raise TypeError('"shape" and "chunks" must be non-empty maps')
+        shape = tuple(shape_node[str(i)] for i in range(len(shape_node)))
+        if len(shape) > _MAX_RANK or not all(type(d) is int and d >= 0 for d in shape):
+            raise ValueError(f'invalid shape {shape!r:.100}')
+        parts = [chunks[str(i)] for i in range(len(chunks))]
+        if not all(isinstance(p, np.ndarray) and p.ndim == 1 for p in parts):
+            raise TypeError('every chunk must be a flat array')
+        if len({p.dtype for p in parts}) != 1:
+            raise TypeError('the chunks have different dtypes')
+        # The parts are already decoded from the input; only a matching total is joined.
+        if sum(p.size for p in parts) != math.prod(shape):
+            raise ValueError(f'the chunks do not hold {math.prod(shape)} elements of {shape}')
         return np.concatenate(parts).reshape(shape)
     except (KeyError, TypeError, ValueError) as e:
         raise InvalidCheckpointError(
@@ -394,22 +465,38 @@ def _unchunk(node: dict) -> np.ndarray:
 
 
 def _restore_key(node: dict) -> jax.Array:
+    impl, key_data = node.get('impl'), node.get('key_data')
+    if not isinstance(impl, str) or not isinstance(key_data, np.ndarray):
+        raise InvalidCheckpointError(
+            f'Corrupt PRNG key record at path {current_path()}: expected an "impl" name and '
+            f'a "key_data" array, got {type(impl).__name__} and {type(key_data).__name__}.'
+        )
     try:
-        return jax.random.wrap_key_data(np.asarray(node['key_data']), impl=node['impl'])
-    except (KeyError, TypeError, ValueError) as e:
+        return jax.random.wrap_key_data(key_data, impl=impl)
+    except Exception as e:  # JAX's error types for a bad impl or shape vary by version
         raise InvalidCheckpointError(
             f'Corrupt PRNG key record at path {current_path()}: {type(e).__name__}: {e}'
         ) from e
 
 
-def _decode(x: Any) -> Any:
+# Real checkpoints nest a few levels per module; msgpack itself allows far deeper
+# nesting, which would exhaust Python's recursion (and the path tuples grow with depth).
+_MAX_DEPTH = 200
+
+
+def _decode(x: Any, depth: int = 0) -> Any:
+    if depth > _MAX_DEPTH:
+        raise InvalidCheckpointError(
+            f'The checkpoint nests containers more than {_MAX_DEPTH} deep at path '
+            f'{current_path()[:200]}...; it is corrupt or crafted.'
+        )
     if isinstance(x, msgpack.ExtType):
         return _decode_ext(x)
     if isinstance(x, dict):
         out = {}
         for k, v in x.items():
             with _enter(k):
-                out[k] = _decode(v)
+                out[k] = _decode(v, depth + 1)
         if out.get(_CHUNKED_MARKER) is True:
             return _unchunk(out)
         if out.get(_KEY_MARKER) is True:
@@ -419,7 +506,7 @@ def _decode(x: Any) -> Any:
         out = []
         for i, v in enumerate(x):
             with _enter(str(i)):
-                out.append(_decode(v))
+                out.append(_decode(v, depth + 1))
         return out
     return x
 

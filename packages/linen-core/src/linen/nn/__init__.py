@@ -5,57 +5,143 @@ distributions register exactly like third-party ones). Values given as
 ``"module:attr"`` strings are imported on first access. A first-party name whose
 distribution is not installed raises an ``AttributeError`` that names the
 distribution and the ``pip install`` that brings it.
+
+One misbehaving plugin costs only its own names: if its ``linen_exports`` raises
+or returns something that is not a mapping of names, or it exports a name a
+first-party distribution owns, a :class:`~linen.core.errors.PluginWarning` names
+its entry point and distribution (the original exception chained as
+``__cause__``) and the rest of ``linen.nn`` works. A name two third-party plugins
+both export is withheld: reading it raises
+:class:`~linen.core.errors.PluginExportConflictError`.
 """
 
 from __future__ import annotations
 
 import threading
-import warnings
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from linen.core import _plugins
-from linen.core.errors import PluginExportConflictError, PluginLoadError
-from linen.nn._hints import PROVIDED_BY
+from linen.core.errors import (
+    PluginError,
+    PluginExportConflictError,
+    PluginExportsTypeError,
+    PluginHookError,
+    PluginLoadError,
+    PluginWarning,
+)
+from linen.nn._hints import FIRST_PARTY, PROVIDED_BY
 
 __all__: list[str] = []
 
+# The name the warning had before it moved to linen.core.errors.
+LinenPluginWarning = PluginWarning
+
 _lock = threading.RLock()
-# name -> (value or "module:attr", plugin name, distribution)
-_table: dict[str, tuple[Any, str, str]] | None = None
+
+
+class _Entry(NamedTuple):
+    value: Any  # the object, or a "module:attr" string
+    plugin: str
+    distribution: str
+
+
+class _Table(NamedTuple):
+    generation: int
+    entries: dict[str, _Entry]
+    # name two third-party plugins export -> the error reading it raises
+    conflicts: dict[str, PluginExportConflictError]
+    # plugins whose linen_exports failed: their names are unknown, hence absent
+    failed: list[PluginError]
+
+
+_table: _Table | None = None
 _resolved: set[str] = set()
-_warned = False
+# messages already warned for the current plugin set (a problem warns once per set)
+_warned: set[str] = set()
 
 
-class LinenPluginWarning(UserWarning):
-    """A plugin failed to load; the rest of ``linen.nn`` still works."""
+def _exports_of(impl) -> Mapping[str, Any]:
+    plugin_name, dist = _plugins.plugin_distribution(impl.plugin)
+    exports = _plugins.call_single(impl, 'linen_exports')
+    if exports is None:
+        return {}
+    if not isinstance(exports, Mapping):
+        raise PluginExportsTypeError(
+            plugin_name, dist, f'returned a {type(exports).__name__} ({exports!r:.80})'
+        )
+    bad = [k for k in exports if not isinstance(k, str) or not k.isidentifier()]
+    if bad:
+        raise PluginExportsTypeError(
+            plugin_name, dist, f'returned keys that are not identifiers: {bad[:5]!r}'
+        )
+    return exports
 
 
-def _build_table() -> dict[str, tuple[Any, str, str]]:
+def _build_table(generation: int) -> tuple[_Table, list[tuple[PluginError, BaseException]]]:
+    """The export table, and the problems to warn about (error, original exception)."""
     pm = _plugins.get_plugin_manager()
-    table: dict[str, tuple[Any, str, str]] = {}
-    for impl in reversed(pm.hook.linen_exports.get_hookimpls()):
+    entries: dict[str, _Entry] = {}
+    conflicts: dict[str, PluginExportConflictError] = {}
+    failed: list[PluginError] = []
+    problems: list[tuple[PluginError, BaseException]] = []
+    # First-party plugins first: their names are the ones a clash cannot take away.
+    impls = sorted(
+        reversed(pm.hook.linen_exports.get_hookimpls()),
+        key=lambda impl: _plugins.plugin_distribution(impl.plugin)[1] not in FIRST_PARTY,
+    )
+    for impl in impls:
         plugin_name, dist = _plugins.plugin_distribution(impl.plugin)
-        exports = _plugins.call_single(impl, 'linen_exports')
-        for name, value in (exports or {}).items():
-            if name in table and table[name][2] != dist:
-                raise PluginExportConflictError(name, table[name][2], dist)
-            table[name] = (value, plugin_name, dist)
-    return table
+        try:
+            exports = _exports_of(impl)
+        except PluginHookError as err:
+            failed.append(err)
+            problems.append((err, err.__cause__ or err))
+            continue
+        except PluginExportsTypeError as err:
+            failed.append(err)
+            problems.append((err, err))
+            continue
+        for name, value in exports.items():
+            if name in conflicts:
+                continue
+            previous = entries.get(name)
+            if previous is None or previous.distribution == dist:
+                entries[name] = _Entry(value, plugin_name, dist)
+                continue
+            err = PluginExportConflictError(name, previous.distribution, dist)
+            if previous.distribution in FIRST_PARTY:
+                # The first-party name stays; only the newcomer loses it.
+                problems.append((err, err))
+            else:
+                del entries[name]
+                conflicts[name] = err
+                problems.append((err, err))
+    return _Table(generation, entries, conflicts, failed), problems
 
 
-def _get_table() -> dict[str, tuple[Any, str, str]]:
-    global _table, _warned
+def _get_table() -> _Table:
+    global _table
+    # The manager first, outside our lock: loading it calls our _drop_cache
+    # listener, and a thread holding our lock must never wait for the bus's.
+    _plugins.get_plugin_manager()
+    generation = _plugins.plugins_generation()
     table = _table
-    if table is not None:
+    if table is not None and table.generation == generation:
         return table
     with _lock:
-        if _table is None:
-            _table = _build_table()
-            if not _warned:
-                _warned = True
-                for err in _plugins.load_errors():
-                    warnings.warn(str(err), LinenPluginWarning, stacklevel=3)
-        return _table
+        if _table is not None and _table.generation == generation:
+            return _table
+        table, problems = _build_table(generation)
+        _table = table
+        fresh = [(err, cause) for err, cause in problems if str(err) not in _warned]
+        _warned.clear()
+        _warned.update(str(err) for err, _ in problems)
+    # Warned after the table is stored: under -W error the warning raises, and the
+    # next access must still find a working table.
+    for err, cause in fresh:
+        _plugins.warn_plugin_problem(err, cause=cause, stacklevel=3)
+    return table
 
 
 def _drop_cache() -> None:
@@ -74,40 +160,51 @@ _plugins.on_plugins_changed(_drop_cache)
 def __getattr__(name: str) -> Any:
     if name.startswith('__'):
         raise AttributeError(name)
-    entry = _get_table().get(name)
+    table = _get_table()
+    entry = table.entries.get(name)
     if entry is None:
-        raise AttributeError(_missing_message(name))
-    value = entry[0]
+        conflict = table.conflicts.get(name)
+        if conflict is not None:
+            raise conflict
+        message, cause = _missing_message(name, table)
+        raise AttributeError(message) from cause
+    value = entry.value
     if isinstance(value, str):
-        value = _plugins.import_string(value)
+        try:
+            value = _plugins.import_string(value)
+        except Exception as exc:
+            # The plugin named something that does not import: its fault, so its name.
+            raise PluginLoadError(entry.plugin, entry.distribution, exc) from exc
     with _lock:
-        globals()[name] = value
-        _resolved.add(name)
+        if _table is table:  # not if the plugin set changed meanwhile
+            globals()[name] = value
+            _resolved.add(name)
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(_get_table())
+    return sorted(_get_table().entries)
 
 
-def _missing_message(name: str) -> str:
+def _missing_message(name: str, table: _Table) -> tuple[str, PluginError | None]:
+    """Why ``name`` is absent, and the plugin failure to chain (if one may be the cause)."""
+    failures = [*_plugins.load_errors(), *table.failed]
     dist = PROVIDED_BY.get(name)
     if dist is not None:
-        broken = [
-            e
-            for e in _plugins.load_errors()
-            if isinstance(e, PluginLoadError) and e.distribution == dist
-        ]
+        broken = [e for e in failures if getattr(e, 'distribution', None) == dist]
         if broken:
-            return f'linen.nn.{name} is provided by {dist}, which failed to load: {broken[0]}'
+            return f'linen.nn.{name} is provided by {dist}, which failed: {broken[0]}', broken[0]
         extra = dist.removeprefix('linen-')
         return (
             f'linen.nn.{name} is provided by the distribution {dist}, which is not '
             f'installed (or is disabled by LINEN_DISABLE_PLUGINS). Install it with: '
             f'pip install "linen-core[{extra}]"'
-        )
-    errs = _plugins.load_errors()
-    hint = ''
-    if errs:
-        hint = ' Some plugins failed to load: ' + '; '.join(str(e) for e in errs)
-    return f"module 'linen.nn' has no attribute {name!r}.{hint}"
+        ), None
+    if not failures:
+        return f"module 'linen.nn' has no attribute {name!r}", None
+    hint = '; '.join(str(e) for e in failures)
+    message = (
+        f"module 'linen.nn' has no attribute {name!r}. It may belong to a plugin that "
+        f'failed: {hint}'
+    )
+    return message, failures[0]

@@ -126,3 +126,6 @@ _NAMES = {
 }
 
 PROVIDED_BY: dict[str, str] = {name: dist for dist, names in _NAMES.items() for name in names}
+
+# Distributions whose names a third-party plugin cannot take over.
+FIRST_PARTY: frozenset[str] = frozenset({'linen-core', *_NAMES})

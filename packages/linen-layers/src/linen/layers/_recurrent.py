@@ -14,10 +14,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from linen.core.errors import LinenError
 from linen.layers._conv import Conv
 from linen.layers._linear import Dense, _with_rank
 from linen.layers.dtypes import promote_dtype
+from linen.layers.errors import RNNCarryShapeError as RNNCarryShapeError
+from linen.layers.errors import RNNInputShapeError as RNNInputShapeError
 from linen.module import Module, compact, nowrap
 
 Array = Any
@@ -40,34 +41,6 @@ def _where(module) -> str:
     if path:
         return f'{type(module).__name__} at "/{"/".join(path)}"'
     return f'{type(module).__name__} {module.name!r}' if module.name else type(module).__name__
-
-
-class RNNCarryShapeError(LinenError, ValueError):
-    """A cell got a carry whose feature size is not the cell's ``features``.
-
-    >>> nn.LSTMCell(8).apply(variables, (c4, h4), x)  # doctest: +SKIP
-    """
-
-    def __init__(self, where: str, features: int, got):
-        super().__init__(
-            f'{where}: the carry has shape {tuple(got)}, but the cell has features='
-            f'{features}, so its last axis should be {features}. Build the carry with '
-            '`cell.initialize_carry(rng, input_shape)`.'
-        )
-
-
-class RNNInputShapeError(LinenError, ValueError):
-    """``RNN`` inputs have no time axis, or ``seq_lengths`` does not match the batch.
-
-    >>> nn.RNN(nn.LSTMCell(4)).init(key, jnp.ones((3,)))  # doctest: +SKIP
-    """
-
-    def __init__(self, where: str, what: str):
-        super().__init__(
-            f'{where}: {what}. Inputs are [batch..., time, features...] (or [time, batch..., '
-            'features...] with time_major=True) where the cell has num_feature_axes feature '
-            'axes; seq_lengths is an integer array of the batch shape.'
-        )
 
 
 # ----------------------------------------------------------------------------- cells

@@ -12,12 +12,24 @@ from __future__ import annotations
 from linen.core.errors import LinenError
 
 __all__ = [
+    'AttentionInputShapeError',
+    'AttentionInputsConflictError',
+    'AttentionMaskShapeError',
+    'AutoregressiveCacheShapeError',
+    'InvalidFeatureAxesError',
+    'InvalidGroupsError',
+    'InvalidMaskShapeError',
     'LayerArgumentError',
     'LayerInputDtypeError',
     'LayerInputRankError',
     'LayerInputShapeError',
     'LayerMaskShapeError',
     'LayerPaddingError',
+    'MissingUseRunningAverageError',
+    'QkvFeaturesNotDivisibleError',
+    'RNNCarryShapeError',
+    'RNNInputShapeError',
+    'SpectralNormNonMatrixError',
     'describe_layer',
 ]
 
@@ -109,3 +121,182 @@ class LayerInputDtypeError(LinenError, ValueError):
     def __init__(self, layer: str, expected: str, dtype, fix: str):
         self.layer = layer
         super().__init__(f'{layer} expected {expected} inputs, got dtype {dtype}. {fix}')
+
+
+# --------------------------------------------------------- normalization
+
+
+class InvalidFeatureAxesError(LinenError, ValueError):
+    """A normalization layer's axes do not fit its input.
+
+    >>> nn.LayerNorm(feature_axes=3).init(key, jnp.ones((2, 4)))  # doctest: +SKIP
+    """
+
+    def __init__(self, layer: str, what: str, axes, shape, fix: str):
+        super().__init__(
+            f'{layer}: {what} {axes!r} do not fit an input of shape {tuple(shape)} '
+            f'(rank {len(shape)}). {fix}'
+        )
+
+
+class InvalidGroupsError(LinenError, ValueError):
+    """GroupNorm's ``num_groups``/``group_size`` do not split the feature axis.
+
+    >>> nn.GroupNorm(num_groups=4).init(key, jnp.ones((2, 6)))  # doctest: +SKIP
+    """
+
+    def __init__(self, layer: str, problem: str, fix: str):
+        super().__init__(f'{layer}: {problem} {fix}')
+
+
+class MissingUseRunningAverageError(LinenError, ValueError):
+    """BatchNorm was given ``use_running_average`` neither at construction nor at call.
+
+    >>> nn.BatchNorm().init(key, x)  # doctest: +SKIP
+    """
+
+    def __init__(self, layer: str):
+        super().__init__(
+            f'{layer}: `use_running_average` is unset, so it is unknown whether to '
+            'normalize with the batch statistics (training) or the running averages in '
+            '"batch_stats" (evaluation). Pass it once, either to the constructor '
+            '(`BatchNorm(use_running_average=not train)`) or at call time '
+            '(`bn(x, use_running_average=not train)`).'
+        )
+
+
+class InvalidMaskShapeError(LinenError, ValueError):
+    """A normalization ``mask`` does not broadcast to the input.
+
+    >>> nn.LayerNorm().apply(v, jnp.ones((2, 4)), mask=jnp.ones((2, 3), bool))  # doctest: +SKIP
+    """
+
+    def __init__(self, layer: str, mask_shape, x_shape):
+        super().__init__(
+            f'{layer}: the mask of shape {tuple(mask_shape)} does not broadcast to the input '
+            f'of shape {tuple(x_shape)}. Pass a boolean mask whose shape broadcasts to the '
+            'input (True marks the entries that count toward the statistics).'
+        )
+
+
+class SpectralNormNonMatrixError(LinenError, ValueError):
+    """SpectralNorm met a parameter of rank > 2 with ``error_on_non_matrix=True``.
+
+    >>> nn.SpectralNorm(nn.Conv(3, (3, 3)), error_on_non_matrix=True)  # doctest: +SKIP
+    """
+
+    def __init__(self, layer: str, name: str, shape):
+        super().__init__(
+            f'{layer}: parameter "{name}" has shape {tuple(shape)} (rank {len(shape)}), '
+            'but error_on_non_matrix=True allows only rank <= 2. Pass '
+            'error_on_non_matrix=False to normalize it reshaped to '
+            '(-1, last dimension), as for convolution kernels.'
+        )
+
+
+# ------------------------------------------------------------- attention
+
+
+class AttentionInputShapeError(LinenError, ValueError):
+    """Query, key and value do not agree in rank, batch shape, heads or depth.
+
+    >>> nn.dot_product_attention(jnp.ones((2, 3, 4)), jnp.ones((2, 3, 2, 4)), v)  # doctest: +SKIP
+    """
+
+    def __init__(self, where: str, what: str):
+        super().__init__(
+            f'{where}: {what}. Query must be [batch..., q_length, num_heads, depth] and '
+            'key/value [batch..., kv_length, num_heads, depth] with the same batch shape, '
+            'number of heads and (for query and key) depth. Reshape the inputs, or project '
+            'them with MultiHeadDotProductAttention, which splits the heads for you.'
+        )
+
+
+class AttentionMaskShapeError(LinenError, ValueError):
+    """A mask or bias does not broadcast to the attention weights' shape.
+
+    >>> mha.apply(variables, x, mask=jnp.ones((2, 7)))  # doctest: +SKIP
+    """
+
+    def __init__(self, where: str, what: str, shape, expected):
+        super().__init__(
+            f'{where}: the attention {what} has shape {tuple(shape)}, which does not '
+            f"broadcast to {expected}. Masks and biases broadcast to the attention weights' "
+            'shape [batch..., num_heads, q_length, kv_length]; build masks with '
+            '`make_attention_mask(query_input, key_input)` or `make_causal_mask(x)`, which '
+            'give [batch..., 1, q_length, kv_length].'
+        )
+
+
+class QkvFeaturesNotDivisibleError(LinenError, ValueError):
+    """``qkv_features`` is not a multiple of ``num_heads``.
+
+    >>> nn.MultiHeadDotProductAttention(num_heads=3, qkv_features=8).init(key, x)  # doctest: +SKIP
+    """
+
+    def __init__(self, where: str, qkv_features: int, num_heads: int):
+        super().__init__(
+            f'{where}: qkv_features ({qkv_features}) must be divisible by num_heads '
+            f'({num_heads}), since each head gets qkv_features // num_heads features. '
+            'Pick qkv_features as a multiple of num_heads (qkv_features defaults to the '
+            'last dimension of inputs_q).'
+        )
+
+
+class AutoregressiveCacheShapeError(LinenError, ValueError):
+    """In ``decode`` mode, the query does not fit the cache made at init.
+
+    >>> mha.apply(variables, x_full_length, mutable=['cache'])  # doctest: +SKIP
+    """
+
+    def __init__(self, where: str, expected, got):
+        super().__init__(
+            f'{where}: autoregressive cache shape error, expected query shape '
+            f'{tuple(expected)} instead got {tuple(got)}. In decode mode, init with the '
+            'full-length input to size the cache, then apply one step at a time '
+            '(inputs of length 1) with mutable=["cache"].'
+        )
+
+
+class AttentionInputsConflictError(LinenError, ValueError):
+    """The key/value inputs were given inconsistently.
+
+    >>> mha.apply(variables, x, x, inputs_kv=x)  # doctest: +SKIP
+    """
+
+    def __init__(self, where: str, what: str):
+        super().__init__(
+            f'{where}: {what}. Pass `inputs_k` (and optionally `inputs_v`, which defaults '
+            'to `inputs_k`); `inputs_kv` is deprecated.'
+        )
+
+
+# ------------------------------------------------------------- recurrent
+
+
+class RNNCarryShapeError(LinenError, ValueError):
+    """A cell got a carry whose feature size is not the cell's ``features``.
+
+    >>> nn.LSTMCell(8).apply(variables, (c4, h4), x)  # doctest: +SKIP
+    """
+
+    def __init__(self, where: str, features: int, got):
+        super().__init__(
+            f'{where}: the carry has shape {tuple(got)}, but the cell has features='
+            f'{features}, so its last axis should be {features}. Build the carry with '
+            '`cell.initialize_carry(rng, input_shape)`.'
+        )
+
+
+class RNNInputShapeError(LinenError, ValueError):
+    """``RNN`` inputs have no time axis, or ``seq_lengths`` does not match the batch.
+
+    >>> nn.RNN(nn.LSTMCell(4)).init(key, jnp.ones((3,)))  # doctest: +SKIP
+    """
+
+    def __init__(self, where: str, what: str):
+        super().__init__(
+            f'{where}: {what}. Inputs are [batch..., time, features...] (or [time, batch..., '
+            'features...] with time_major=True) where the cell has num_feature_axes feature '
+            'axes; seq_lengths is an integer array of the batch shape.'
+        )

@@ -11,6 +11,7 @@ from linen.core import errors
 from linen.core._filters import DenyList, Filter, union_filters
 from linen.core._scope import apply as core_apply
 from linen.core._scope import init as core_init
+from linen.core.errors import MergeParamError as MergeParamError
 from linen.module._module import Module
 
 __all__ = ['apply', 'init', 'init_with_output', 'merge_param', 'share_scope', 'MergeParamError']
@@ -70,20 +71,16 @@ def init(
     return wrapper
 
 
-class MergeParamError(errors.LinenError, ValueError):
-    """``merge_param`` got the value in both places, or in neither."""
-
-
 def merge_param(name: str, a: Any, b: Any) -> Any:
     """The one of ``a`` (attribute) and ``b`` (call argument) that is set; exactly one must be."""
     a_set, b_set = a is not None, b is not None
     if a_set and b_set:
-        raise MergeParamError(
+        raise errors.MergeParamError(
             f'Parameter "{name}" was passed both as a module attribute and as a call '
             'argument; pass it in one place only.'
         )
     if not a_set and not b_set:
-        raise MergeParamError(
+        raise errors.MergeParamError(
             f'Parameter "{name}" must be passed either as a module attribute or as a call argument.'
         )
     return a if a_set else b

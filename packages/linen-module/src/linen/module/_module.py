@@ -257,6 +257,14 @@ class Module:
             self._try_setup()
             if name in d:
                 return d[name]
+        descriptor = inspect.getattr_static(type(self), name, None)
+        if hasattr(descriptor, '__get__'):
+            # A property (or other descriptor) exists but raised AttributeError, and
+            # Python fell back to us: "no attribute" would hide the real failure.
+            try:
+                descriptor.__get__(self, type(self))
+            except AttributeError as exc:
+                raise errors.DescriptorAttributeError() from exc
         hint = ''
         if d.get('scope') is None and state is not None:
             hint = (
@@ -632,11 +640,26 @@ def _wrap_methods(cls: type) -> None:
             continue
         if key.startswith('__') and key != '__call__':
             continue
-        if key in _BASE_NAMES or key == 'setup':
+        if key == 'setup':
+            setattr(cls, key, _guard_setup(value))
+            continue
+        if key in _BASE_NAMES:
             continue
         if getattr(value, 'nowrap', False) or getattr(value, 'method_handler_wrapped', False):
             continue
         setattr(cls, key, _wrap_method(value))
+
+
+def _guard_setup(setup: Callable) -> Callable:
+    """``setup`` called by hand on an unbound module raises Flax's typed error."""
+
+    @functools.wraps(setup)
+    def guarded(self):
+        if self.scope is None:
+            raise errors.CallSetupUnboundModuleError(type(self).__name__)
+        return setup(self)
+
+    return guarded
 
 
 def _check_single_compact(cls: type) -> None:

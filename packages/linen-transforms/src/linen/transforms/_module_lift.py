@@ -12,12 +12,22 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from linen.core import errors
+import jax
+
+from linen.core import Variable, errors
 from linen.module import Module
 from linen.module._module import _call_wrapped_method
 
 # make_lifted(body) -> lifted(scope, *args, **kwargs); body(scope, *args, **kwargs)
 MakeLifted = Callable[[Callable], Callable]
+
+
+def _checked_return(out: Any, method_name: str) -> Any:
+    # A Module or Variable cannot leave a transform (JAX would fail on it with a
+    # message about invalid JAX types); say what is wrong in linen's terms.
+    if any(isinstance(leaf, (Module, Variable)) for leaf in jax.tree_util.tree_leaves(out)):
+        raise errors.TransformedMethodReturnValueError(method_name)
+    return out
 
 
 def _mark(fn: Callable) -> Callable:
@@ -40,7 +50,8 @@ def lift_method(fn: Callable, make_lifted: MakeLifted) -> Callable:
 
         def body(inner_scope, *a, **k):
             clone = self.clone(parent=inner_scope)
-            return _call_wrapped_method(clone, fn, method_name, is_compact, a, k)
+            out = _call_wrapped_method(clone, fn, method_name, is_compact, a, k)
+            return _checked_return(out, method_name)
 
         return make_lifted(body)(scope, *args, **kwargs)
 
@@ -73,7 +84,7 @@ def _class_method(orig: Callable, method_name: str, make_lifted: MakeLifted) -> 
             raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
 
         def body(inner_scope, *a, **k):
-            return orig(self.clone(parent=inner_scope), *a, **k)
+            return _checked_return(orig(self.clone(parent=inner_scope), *a, **k), method_name)
 
         return make_lifted(body)(scope, *args, **kwargs)
 

@@ -1,0 +1,214 @@
+"""Every error class of every distribution: exported, picklable, raised somewhere.
+
+Errors cross process boundaries (multiprocessing, pytest-xdist), so each must
+unpickle with its message and attributes whatever its constructor takes; users
+import them from their distribution's public ``errors`` module; and a Flax-named
+class that nothing raises would promise an ``except`` clause that never fires.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pickle
+import pkgutil
+import re
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from linen.core.errors import LinenError
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ('linen.core', 'linen.module', 'linen.transforms', 'linen.layers', 'linen.profiling')
+ERRORS_MODULES = {
+    'linen-core': 'linen.core.errors',
+    'linen-transforms': 'linen.transforms.errors',
+    'linen-layers': 'linen.layers.errors',
+    'linen-profiling': 'linen.profiling.errors',
+}
+
+
+def _all_error_classes() -> list[type]:
+    """Every LinenError subclass defined in any module of any distribution."""
+    found: dict[str, type] = {}
+    for package_name in PACKAGES:
+        package = importlib.import_module(package_name)
+        names = [package_name] + [
+            info.name
+            for info in pkgutil.walk_packages(package.__path__, package_name + '.')
+            if not info.name.rsplit('.', 1)[-1].startswith('test')
+        ]
+        for name in names:
+            module = importlib.import_module(name)
+            for obj in vars(module).values():
+                if inspect.isclass(obj) and issubclass(obj, LinenError):
+                    found[f'{obj.__module__}.{obj.__qualname__}'] = obj
+    return sorted(found.values(), key=lambda c: (c.__module__, c.__name__))
+
+
+CLASSES = _all_error_classes()
+
+# A value for each constructor parameter name the error classes use.
+_ARGUMENTS = {
+    'cause': ValueError('the original failure'),
+    'collections': ['intermediates'],
+    'programs_seen': ['jit_f'],
+    'annotations': ['parent'],
+    'methods': ['a', 'b'],
+    'variables': {'params': 1},
+}
+
+
+def _argument(name: str):
+    if name in _ARGUMENTS:
+        return _ARGUMENTS[name]
+    if 'shape' in name or name in ('expected', 'got'):
+        return (2, 3)
+    if name in ('features', 'qkv_features', 'num_heads'):
+        return 4
+    return f'<{name}>'
+
+
+def _instance(cls: type) -> BaseException:
+    params = [
+        p
+        for p in inspect.signature(cls.__init__).parameters.values()
+        if p.name != 'self' and p.default is inspect.Parameter.empty
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    return cls(*[_argument(p.name) for p in params])
+
+
+def test_the_walk_finds_the_errors_of_every_distribution():
+    modules = {c.__module__ for c in CLASSES}
+    assert set(ERRORS_MODULES.values()) <= modules
+    assert len(CLASSES) > 50
+
+
+@pytest.mark.parametrize('cls', CLASSES, ids=lambda c: c.__name__)
+def test_error_pickles_with_its_message_and_attributes(cls):
+    err = _instance(cls)
+    clone = pickle.loads(pickle.dumps(err))
+    assert type(clone) is cls
+    assert str(clone) == str(err) and str(err)
+    assert clone.args == err.args
+    assert vars(clone).keys() == vars(err).keys()
+    for key, value in vars(err).items():
+        if isinstance(value, BaseException):
+            assert type(vars(clone)[key]) is type(value)
+        else:
+            assert vars(clone)[key] == value
+
+
+@pytest.mark.parametrize('cls', CLASSES, ids=lambda c: c.__name__)
+def test_error_is_exported_by_its_distributions_errors_module(cls):
+    assert cls.__module__ in ERRORS_MODULES.values(), (
+        f'{cls.__name__} is defined in {cls.__module__}; move it to an errors module'
+    )
+    module = importlib.import_module(cls.__module__)
+    assert getattr(module, cls.__name__) is cls
+    assert cls.__name__ in module.__all__
+
+
+# Bases users catch, never raised themselves.
+_BASES = {'LinenError', 'PluginError'}
+
+
+def _sources_outside_errors_modules() -> str:
+    texts = []
+    for path in sorted((ROOT / 'packages').glob('*/src/linen/**/*.py')):
+        if path.name != 'errors.py':
+            texts.append(path.read_text())
+    return '\n'.join(texts)
+
+
+@pytest.fixture(scope='module')
+def sources():
+    return _sources_outside_errors_modules()
+
+
+@pytest.mark.parametrize('cls', CLASSES, ids=lambda c: c.__name__)
+def test_no_error_class_is_dead(cls, sources):
+    if cls.__name__ in _BASES:
+        return
+    assert re.search(rf'\b{cls.__name__}\(', sources), (
+        f'nothing raises {cls.__name__}: raise it where Flax does, or remove it'
+    )
+
+
+def test_the_moved_classes_keep_their_old_import_paths():
+    from linen.core import errors as core_errors
+    from linen.layers import _attention, _normalization, _recurrent
+    from linen.layers import errors as layers_errors
+    from linen.module import _functional
+
+    assert _functional.MergeParamError is core_errors.MergeParamError
+    assert _normalization.MissingUseRunningAverageError is (
+        layers_errors.MissingUseRunningAverageError
+    )
+    assert _attention.QkvFeaturesNotDivisibleError is layers_errors.QkvFeaturesNotDivisibleError
+    assert _recurrent.RNNInputShapeError is layers_errors.RNNInputShapeError
+
+
+# ------------------------------------- the Flax-named errors raised where Flax raises them
+
+
+def _both(nn_module):
+    """The same three misuses, written once for flax.linen and once for linen.nn."""
+    nn = nn_module
+
+    class WithSetup(nn.Module):
+        def setup(self):
+            self.dense = nn.Dense(3)
+
+        def __call__(self, x):
+            return self.dense(x)
+
+    class WithBrokenProperty(nn.Module):
+        @property
+        def width(self):
+            return self.no_such_field
+
+        def __call__(self, x):
+            return x
+
+    class ReturnsModule(nn.Module):
+        @nn.jit
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(2)
+
+    return WithSetup, WithBrokenProperty, ReturnsModule
+
+
+@pytest.mark.flax
+@pytest.mark.parametrize(
+    'case',
+    [
+        'CallSetupUnboundModuleError',
+        'DescriptorAttributeError',
+        'TransformedMethodReturnValueError',
+    ],
+)
+def test_flax_named_errors_raise_where_flax_does(case):
+    import flax.errors
+    import flax.linen as flax_nn
+
+    import linen.nn as nn
+    from linen.core import errors
+
+    x = jnp.ones((1, 2), jnp.float32)
+    for lib, error_module in ((flax_nn, flax.errors), (nn, errors)):
+        with_setup, broken_property, returns_module = _both(lib)
+        with pytest.raises(getattr(error_module, case)) as info:
+            if case == 'CallSetupUnboundModuleError':
+                with_setup().setup()
+            elif case == 'DescriptorAttributeError':
+                _ = broken_property().width
+            else:
+                returns_module().init(jax.random.key(0), x)
+        if case == 'DescriptorAttributeError':
+            assert isinstance(info.value.__cause__, AttributeError)
