@@ -14,7 +14,7 @@ from typing import Any
 
 from linen.core import errors
 from linen.module import Module
-from linen.module._module import _call_wrapped_method
+from linen.module.dispatch import call_wrapped_method, mark_dispatched
 
 # make_lifted(body) -> lifted(scope, *args, **kwargs); body(scope, *args, **kwargs)
 MakeLifted = Callable[[Callable], Callable]
@@ -23,8 +23,7 @@ MakeLifted = Callable[[Callable], Callable]
 def _mark(fn: Callable) -> Callable:
     # The dispatcher must not wrap these: the call inside the transform goes
     # through it, on the clone.
-    fn.method_handler_wrapped = True  # type: ignore[attr-defined]
-    return fn
+    return mark_dispatched(fn)
 
 
 def lift_method(fn: Callable, make_lifted: MakeLifted) -> Callable:
@@ -40,7 +39,7 @@ def lift_method(fn: Callable, make_lifted: MakeLifted) -> Callable:
 
         def body(inner_scope, *a, **k):
             clone = self.clone(parent=inner_scope)
-            return _call_wrapped_method(clone, fn, method_name, is_compact, a, k)
+            return call_wrapped_method(clone, fn, method_name, is_compact, a, k)
 
         return make_lifted(body)(scope, *args, **kwargs)
 
