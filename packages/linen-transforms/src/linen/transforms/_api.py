@@ -106,7 +106,14 @@ def checkpoint(
     def make(body):
         return _remat.checkpoint(body, prevent_cse, static_argnums, policy, concrete)
 
-    return lift('Checkpoint', target, make, methods)
+    lifted = lift('Checkpoint', target, make, methods)  # a bad target fails here first
+    if static_argnums != ():
+        if isinstance(target, type):
+            for method_name in methods or ('__call__',):
+                _remat.check_static_argnums(static_argnums, getattr(target, method_name))
+        else:
+            _remat.check_static_argnums(static_argnums, target)
+    return lifted
 
 
 remat = checkpoint
