@@ -48,7 +48,11 @@ def _where(module) -> str:
 class AttentionInputShapeError(LinenError, ValueError):
     """Query, key and value do not agree in rank, batch shape, heads or depth.
 
-    >>> nn.dot_product_attention(jnp.ones((2, 3, 4)), jnp.ones((2, 3, 2, 4)), v)  # doctest: +SKIP
+    >>> q = jnp.ones((2, 3, 2, 4))  # (batch, length, heads, depth)
+    >>> nn.dot_product_attention(q, jnp.ones((2, 3, 4)), q)  # the key lacks the heads axis
+    Traceback (most recent call last):
+    ...
+    AttentionInputShapeError: ...
     """
 
     def __init__(self, where: str, what: str):
@@ -63,7 +67,13 @@ class AttentionInputShapeError(LinenError, ValueError):
 class AttentionMaskShapeError(LinenError, ValueError):
     """A mask or bias does not broadcast to the attention weights' shape.
 
-    >>> mha.apply(variables, x, mask=jnp.ones((2, 7)))  # doctest: +SKIP
+    >>> mha = nn.MultiHeadDotProductAttention(num_heads=2)
+    >>> x = jnp.ones((2, 5, 4))
+    >>> variables = mha.init(jax.random.key(0), x)
+    >>> mha.apply(variables, x, mask=jnp.ones((2, 7)))
+    Traceback (most recent call last):
+    ...
+    AttentionMaskShapeError: ...
     """
 
     def __init__(self, where: str, what: str, shape, expected):
@@ -79,7 +89,11 @@ class AttentionMaskShapeError(LinenError, ValueError):
 class QkvFeaturesNotDivisibleError(LinenError, ValueError):
     """``qkv_features`` is not a multiple of ``num_heads``.
 
-    >>> nn.MultiHeadDotProductAttention(num_heads=3, qkv_features=8).init(key, x)  # doctest: +SKIP
+    >>> x = jnp.ones((1, 5, 4))
+    >>> nn.MultiHeadDotProductAttention(num_heads=3, qkv_features=8).init(jax.random.key(0), x)
+    Traceback (most recent call last):
+    ...
+    QkvFeaturesNotDivisibleError: ...
     """
 
     def __init__(self, where: str, qkv_features: int, num_heads: int):
@@ -94,7 +108,13 @@ class QkvFeaturesNotDivisibleError(LinenError, ValueError):
 class AutoregressiveCacheShapeError(LinenError, ValueError):
     """In ``decode`` mode, the query does not fit the cache made at init.
 
-    >>> mha.apply(variables, x_full_length, mutable=['cache'])  # doctest: +SKIP
+    >>> mha = nn.MultiHeadDotProductAttention(num_heads=2, decode=True)
+    >>> x = jnp.ones((1, 5, 4))
+    >>> variables = mha.init(jax.random.key(0), x)
+    >>> mha.apply(variables, x, mutable=['cache'])  # decode takes one step at a time
+    Traceback (most recent call last):
+    ...
+    AutoregressiveCacheShapeError: ...
     """
 
     def __init__(self, where: str, expected, got):
@@ -109,7 +129,13 @@ class AutoregressiveCacheShapeError(LinenError, ValueError):
 class AttentionInputsConflictError(LinenError, ValueError):
     """The key/value inputs were given inconsistently.
 
-    >>> mha.apply(variables, x, x, inputs_kv=x)  # doctest: +SKIP
+    >>> mha = nn.MultiHeadDotProductAttention(num_heads=2)
+    >>> x = jnp.ones((1, 5, 4))
+    >>> variables = mha.init(jax.random.key(0), x)
+    >>> mha.apply(variables, x, x, inputs_kv=x)
+    Traceback (most recent call last):
+    ...
+    AttentionInputsConflictError: ...
     """
 
     def __init__(self, where: str, what: str):

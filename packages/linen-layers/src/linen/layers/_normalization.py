@@ -61,7 +61,10 @@ def _layer_where(module: Module) -> str:
 class InvalidFeatureAxesError(LinenError, ValueError):
     """A normalization layer's axes do not fit its input.
 
-    >>> nn.LayerNorm(feature_axes=3).init(key, jnp.ones((2, 4)))  # doctest: +SKIP
+    >>> nn.LayerNorm(feature_axes=3).init(jax.random.key(0), jnp.ones((2, 4)))
+    Traceback (most recent call last):
+    ...
+    InvalidFeatureAxesError: ...
     """
 
     def __init__(self, layer: str, what: str, axes, shape, fix: str):
@@ -74,7 +77,10 @@ class InvalidFeatureAxesError(LinenError, ValueError):
 class InvalidGroupsError(LinenError, ValueError):
     """GroupNorm's ``num_groups``/``group_size`` do not split the feature axis.
 
-    >>> nn.GroupNorm(num_groups=4).init(key, jnp.ones((2, 6)))  # doctest: +SKIP
+    >>> nn.GroupNorm(num_groups=4).init(jax.random.key(0), jnp.ones((2, 6)))
+    Traceback (most recent call last):
+    ...
+    InvalidGroupsError: ...
     """
 
     def __init__(self, layer: str, problem: str, fix: str):
@@ -84,7 +90,10 @@ class InvalidGroupsError(LinenError, ValueError):
 class MissingUseRunningAverageError(LinenError, ValueError):
     """BatchNorm was given ``use_running_average`` neither at construction nor at call.
 
-    >>> nn.BatchNorm().init(key, x)  # doctest: +SKIP
+    >>> nn.BatchNorm().init(jax.random.key(0), jnp.ones((2, 3)))
+    Traceback (most recent call last):
+    ...
+    MissingUseRunningAverageError: ...
     """
 
     def __init__(self, layer: str):
@@ -100,7 +109,11 @@ class MissingUseRunningAverageError(LinenError, ValueError):
 class InvalidMaskShapeError(LinenError, ValueError):
     """A normalization ``mask`` does not broadcast to the input.
 
-    >>> nn.LayerNorm().apply(v, jnp.ones((2, 4)), mask=jnp.ones((2, 3), bool))  # doctest: +SKIP
+    >>> v = nn.LayerNorm().init(jax.random.key(0), jnp.ones((2, 4)))
+    >>> nn.LayerNorm().apply(v, jnp.ones((2, 4)), mask=jnp.ones((2, 3), bool))
+    Traceback (most recent call last):
+    ...
+    InvalidMaskShapeError: ...
     """
 
     def __init__(self, layer: str, mask_shape, x_shape):
@@ -114,7 +127,11 @@ class InvalidMaskShapeError(LinenError, ValueError):
 class SpectralNormNonMatrixError(LinenError, ValueError):
     """SpectralNorm met a parameter of rank > 2 with ``error_on_non_matrix=True``.
 
-    >>> nn.SpectralNorm(nn.Conv(3, (3, 3)), error_on_non_matrix=True)  # doctest: +SKIP
+    >>> layer = nn.SpectralNorm(nn.Conv(3, (3, 3)), error_on_non_matrix=True)
+    >>> layer.init(jax.random.key(0), jnp.ones((1, 4, 4, 2)), update_stats=True)  # (3, 3, 2, 3)
+    Traceback (most recent call last):
+    ...
+    SpectralNormNonMatrixError: ...
     """
 
     def __init__(self, layer: str, name: str, shape):

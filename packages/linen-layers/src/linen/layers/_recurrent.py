@@ -45,7 +45,15 @@ def _where(module) -> str:
 class RNNCarryShapeError(LinenError, ValueError):
     """A cell got a carry whose feature size is not the cell's ``features``.
 
-    >>> nn.LSTMCell(8).apply(variables, (c4, h4), x)  # doctest: +SKIP
+    >>> x = jnp.ones((1, 3))
+    >>> cell = nn.LSTMCell(8)
+    >>> carry = cell.initialize_carry(jax.random.key(0), x.shape)
+    >>> variables = cell.init(jax.random.key(0), carry, x)
+    >>> c4 = h4 = jnp.zeros((1, 4))
+    >>> cell.apply(variables, (c4, h4), x)
+    Traceback (most recent call last):
+    ...
+    RNNCarryShapeError: ...
     """
 
     def __init__(self, where: str, features: int, got):
@@ -59,7 +67,10 @@ class RNNCarryShapeError(LinenError, ValueError):
 class RNNInputShapeError(LinenError, ValueError):
     """``RNN`` inputs have no time axis, or ``seq_lengths`` does not match the batch.
 
-    >>> nn.RNN(nn.LSTMCell(4)).init(key, jnp.ones((3,)))  # doctest: +SKIP
+    >>> nn.RNN(nn.LSTMCell(4)).init(jax.random.key(0), jnp.ones((3,)))  # no time axis
+    Traceback (most recent call last):
+    ...
+    RNNInputShapeError: ...
     """
 
     def __init__(self, where: str, what: str):

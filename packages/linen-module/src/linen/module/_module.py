@@ -145,14 +145,19 @@ def _might_hold_modules(value: Any) -> bool:
 class Module:
     """Base class of all neural-network modules; subclasses are dataclasses.
 
-    >>> import linen.nn as nn  # doctest: +SKIP
-    >>> class MLP(nn.Module):  # doctest: +SKIP
+    >>> import jax
+    >>> import jax.numpy as jnp
+    >>> import linen.nn as nn
+    >>> class MLP(nn.Module):
     ...     features: tuple
     ...     @nn.compact
     ...     def __call__(self, x):
     ...         for f in self.features:
     ...             x = nn.relu(nn.Dense(f)(x))
     ...         return x
+    >>> variables = MLP((3, 2)).init(jax.random.key(0), jnp.ones((1, 4)))
+    >>> jax.tree_util.tree_map(jnp.shape, variables['params'])
+    {'Dense_0': {'bias': (3,), 'kernel': (4, 3)}, 'Dense_1': {'bias': (2,), 'kernel': (3, 2)}}
     """
 
     if typing.TYPE_CHECKING:
