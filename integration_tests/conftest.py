@@ -101,14 +101,13 @@ def probe():
 
 @pytest.fixture
 def needs_facade():
-    if not facade_available():
-        pytest.skip('linen.nn (the facade) has not landed yet')
+    # Every test environment has the facade: its absence is a failure, never a skip.
+    assert facade_available(), 'linen.nn (the facade of linen-core) is not importable'
 
 
 @pytest.fixture
 def needs_module(needs_facade):
-    if not module_available():
-        pytest.skip('linen.module has no Module/compact yet (the lead lands it)')
+    assert module_available(), 'linen.module has no Module/compact'
 
 
 def run_probe(

@@ -166,15 +166,6 @@ def test_cross_device_statistics_match_flax(name, kwargs):
 # --------------------------------------------------------------------------- wrappers
 
 
-def _wrappers_ready() -> bool:
-    """Our map_variables must store the transformed params at init, as Flax's does."""
-    try:
-        variables = linen_nn.WeightNorm(linen_nn.Dense(3)).init(KEY, jnp.ones((1, 4)))
-    except Exception:
-        return False
-    return 'layer_instance/kernel/scale' in variables.get('params', {})
-
-
 WRAPPER_ROWS = [
     Row('SpectralNorm_dense', lambda nn: nn.SpectralNorm(nn.Dense(5)), lambda: _normal((2, 6)),
         kwargs={'update_stats': True}, mutable=BATCH_STATS),
@@ -190,8 +181,6 @@ WRAPPER_ROWS = [
 
 @pytest.mark.parametrize('row', WRAPPER_ROWS, ids=lambda r: r.name)
 def test_wrappers_same_as_flax(row):
-    if not _wrappers_ready():
-        pytest.skip('needs linen.transforms.map_variables with Flax init semantics')
     test_same_variables_and_outputs_as_flax(row)
 
 

@@ -68,8 +68,6 @@ def _fresh_venv(tools, path: Path) -> str:
 
 @pytest.fixture(scope='module')
 def subset_env(tools, tmp_path_factory):
-    if importlib.util.find_spec('linen.nn') is None:
-        pytest.skip('linen.nn (the facade) has not landed yet')
     root = tmp_path_factory.mktemp('subset')
     wheels = root / 'wheels'
     core_wheel = _build_wheel(tools, 'linen-core', wheels)
@@ -109,6 +107,5 @@ def test_core_only_then_core_and_module(subset_env):
     assert with_module['module_installed'] is True
     assert with_module['core_version'] == core_only['core_version']
     _assert_layers_hint(with_module['dense_error'])
-    if not with_module['has_module_class']:
-        pytest.skip('linen.module has no Module yet: nn.Module cannot be checked')
+    assert with_module['has_module_class'] is True
     assert with_module['nn_module_is_module'] is True

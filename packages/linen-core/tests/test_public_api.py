@@ -9,7 +9,53 @@ import importlib
 
 import pytest
 
-SURFACES = ['linen.core', 'linen.core.errors', 'linen.core.config', 'linen.module']
+SURFACES = [
+    'linen.core',
+    'linen.core.errors',
+    'linen.core.config',
+    'linen.core.lifting',
+    'linen.core.plugin_bus',
+    'linen.module',
+    'linen.module.dispatch',
+]
+
+# The contracts with sibling distributions: a name leaves only with a minor version.
+CONTRACTS = {
+    'linen.core.lifting': [
+        'Filter',
+        'RngStream',
+        'binding_variables',
+        'detached_scope',
+        'path_hash',
+        'scope_collection',
+        'thaw',
+        'writable_scope_collection',
+    ],
+    'linen.core.plugin_bus': [
+        'ENTRY_POINT_GROUP',
+        'call_hook',
+        'get_plugin_manager',
+        'on_plugins_changed',
+        'register',
+        'unregister',
+    ],
+    'linen.module.dispatch': [
+        'MethodCallContext',
+        'active_wrappers',
+        'call_wrapped_method',
+        'field_names',
+        'in_setup',
+        'invalidate_method_wrappers',
+        'mark_dispatched',
+    ],
+}
+
+
+@pytest.mark.parametrize('module_name', sorted(CONTRACTS))
+def test_sibling_contracts_keep_their_names(module_name):
+    module = importlib.import_module(module_name)
+    assert sorted(module.__all__) == CONTRACTS[module_name]
+    assert 'contract' in module.__doc__ and 'minor version' in module.__doc__
 
 
 @pytest.mark.parametrize('module_name', SURFACES)

@@ -22,8 +22,6 @@ class _Matrix(nn.Module):
         return x @ kernel
 
 
-_NEEDS_MAP_VARIABLES = 'wrapper: needs linen.transforms.map_variables with Flax init semantics'
-
 ROWS = [
     LayerDescriptor('LayerNorm', lambda: nn.LayerNorm(), _x((3, 6))),
     LayerDescriptor(
@@ -65,18 +63,7 @@ ROWS = [
 ]
 
 
-def _map_variables_ready() -> bool:
-    """Flax's map_variables(init=True) stores the transformed params at init."""
-    try:
-        variables = nn.WeightNorm(_Matrix()).init(jax.random.key(0), jax.numpy.ones((1, 4)))
-    except Exception:
-        return False
-    return any('/scale' in name for name in variables.get('params', {}))
-
-
 @pytest.mark.parametrize('check', CHECKS)
 @pytest.mark.parametrize('desc', ROWS, ids=lambda d: d.name)
 def test_descriptor(desc, check):
-    if desc.name in ('SpectralNorm', 'WeightNorm') and not _map_variables_ready():
-        pytest.skip(_NEEDS_MAP_VARIABLES)
     run_check(desc, check)

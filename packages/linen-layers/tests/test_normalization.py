@@ -299,9 +299,6 @@ def test_axis_name_averages_statistics_across_the_mapped_axis(name):
 
 
 def test_batch_norm_axis_name_with_nn_vmap():
-    transforms = pytest.importorskip('linen.transforms')
-    if not hasattr(transforms, 'vmap'):
-        pytest.skip('linen.transforms.vmap is not available yet')
     x = _normal((3, 2, 4), loc=1.0)
 
     class Model(nn.Module):
@@ -491,22 +488,8 @@ class Affine(nn.Module):
         shape = self.kernel_shape or (x.shape[-1], self.features)
         kernel = self.param('kernel', nn.initializers.lecun_normal(), shape)
         bias = self.param('bias', nn.initializers.normal(1.0), (self.features,))
-        return x @ kernel.reshape(-1, self.features) + bias
-
-
-def _map_variables_available():
-    """map_variables exists and, as Flax's, stores the transformed params at init."""
-    try:
-        variables = nn.WeightNorm(Affine()).init(KEY, jnp.ones((1, 4)))
-    except Exception:
-        return False
-    return 'layer_instance/kernel/scale' in variables.get('params', {})
-
-
-needs_map_variables = pytest.mark.skipif(
-    not _map_variables_available(),
-    reason='needs linen.transforms.map_variables with Flax init semantics',
-)
+        y = x @ kernel.reshape(-1, self.features)
+        return y + bias.reshape((1,) * (y.ndim - 1) + bias.shape)
 
 
 def _ref_power_iteration(w, u, n_steps, eps=1e-12):
@@ -520,7 +503,6 @@ def _ref_power_iteration(w, u, n_steps, eps=1e-12):
     return u, float((v @ w @ u.T)[0, 0])
 
 
-@needs_map_variables
 @pytest.mark.parametrize('n_steps', [1, 3])
 def test_spectral_norm(n_steps):
     x = _normal((2, 4))
@@ -545,7 +527,6 @@ def test_spectral_norm(n_steps):
     _close(y_eval, y, 1e-5, 1e-5)
 
 
-@needs_map_variables
 def test_spectral_norm_reshapes_higher_rank_kernels():
     x = _normal((2, 12))
     layer = nn.SpectralNorm(Affine(kernel_shape=(3, 4, 3)))
@@ -557,7 +538,6 @@ def test_spectral_norm_reshapes_higher_rank_kernels():
         )
 
 
-@needs_map_variables
 @pytest.mark.parametrize('feature_axes', [-1, None])
 def test_weight_norm(feature_axes):
     x = _normal((2, 4))

@@ -230,3 +230,31 @@ def test_remat_scan_with_broadcast_params_shares_one_block():
     for _ in range(4):
         expected = jnp.tanh(expected @ w)
     np.testing.assert_allclose(model.apply(variables, x), expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize('static_argnums', [(5,), 2, (1, -3)])
+def test_static_argnums_past_the_arguments_is_an_argument_error(static_argnums):
+    # Gated.__call__(self, x, train): indices -2..1 exist; Flax raises a ValueError too.
+    with pytest.raises(
+        TransformArgumentError, match=r'past the arguments of Gated.__call__\(x, train\)'
+    ):
+        nn.remat(Gated, static_argnums=static_argnums)
+
+
+def test_static_argnums_past_a_decorated_methods_arguments_is_an_argument_error():
+    with pytest.raises(TransformArgumentError, match=r'range\(-1, 1\)'):
+
+        class Bad(nn.Module):
+            @functools.partial(nn.remat, static_argnums=(1,))
+            def __call__(self, x):
+                return x
+
+
+def test_static_argnums_within_the_arguments_or_after_star_args_is_accepted():
+    class Star(nn.Module):
+        def __call__(self, *args):
+            return args[0]
+
+    nn.remat(Gated, static_argnums=(-1, 1))
+    nn.remat(Star, static_argnums=(7,))
+    assert issubclass(TransformArgumentError, ValueError)  # Flax's `except ValueError` holds

@@ -177,8 +177,13 @@ def _unbox(value):
 class Variable:
     """A reference to one variable of a scope; ``.value`` reads and writes it.
 
-    >>> counter = scope.variable('counter', 'count', lambda: 0)  # doctest: +SKIP
-    >>> counter.value += 1  # doctest: +SKIP
+    >>> from linen.core import init
+    >>> def count_calls(scope):
+    ...     counter = scope.variable('counter', 'count', lambda: 0)
+    ...     counter.value += 1
+    ...     return counter.value
+    >>> init(count_calls)(jax.random.key(0))
+    (1, {'counter': {'count': 1}})
     """
 
     __slots__ = ('scope', 'collection', 'name', 'unbox')
@@ -368,8 +373,17 @@ class Scope:
     ) -> Callable:
         """``fn`` partially applied to a child scope; runs under ``jax.named_scope(name)``.
 
-        >>> def dense(scope, x, features): ...  # doctest: +SKIP
-        >>> y = scope.child(dense, 'dense')(x, 3)  # doctest: +SKIP
+        >>> from linen.core import init
+        >>> def dense(scope, x, features):
+        ...     kernel = scope.param('kernel', jax.nn.initializers.ones, (x.shape[-1], features))
+        ...     return x @ kernel
+        >>> def model(scope, x):
+        ...     return scope.child(dense, 'dense')(x, 3)
+        >>> y, variables = init(model)(jax.random.key(0), jnp.ones((1, 2)))
+        >>> y
+        Array([[2., 2., 2.]], dtype=float32)
+        >>> jax.tree_util.tree_map(jnp.shape, variables)
+        {'params': {'dense': {'kernel': (2, 3)}}}
         """
         if name is None:
             if prefix is None:

@@ -49,6 +49,109 @@ def _where(module) -> str:
     return f'{type(module).__name__} {module.name!r}' if module.name else type(module).__name__
 
 
+<<<<<<< HEAD
+=======
+class AttentionInputShapeError(LinenError, ValueError):
+    """Query, key and value do not agree in rank, batch shape, heads or depth.
+
+    >>> q = jnp.ones((2, 3, 2, 4))  # (batch, length, heads, depth)
+    >>> nn.dot_product_attention(q, jnp.ones((2, 3, 4)), q)  # the key lacks the heads axis
+    Traceback (most recent call last):
+    ...
+    AttentionInputShapeError: ...
+    """
+
+    def __init__(self, where: str, what: str):
+        super().__init__(
+            f'{where}: {what}. Query must be [batch..., q_length, num_heads, depth] and '
+            'key/value [batch..., kv_length, num_heads, depth] with the same batch shape, '
+            'number of heads and (for query and key) depth. Reshape the inputs, or project '
+            'them with MultiHeadDotProductAttention, which splits the heads for you.'
+        )
+
+
+class AttentionMaskShapeError(LinenError, ValueError):
+    """A mask or bias does not broadcast to the attention weights' shape.
+
+    >>> mha = nn.MultiHeadDotProductAttention(num_heads=2)
+    >>> x = jnp.ones((2, 5, 4))
+    >>> variables = mha.init(jax.random.key(0), x)
+    >>> mha.apply(variables, x, mask=jnp.ones((2, 7)))
+    Traceback (most recent call last):
+    ...
+    AttentionMaskShapeError: ...
+    """
+
+    def __init__(self, where: str, what: str, shape, expected):
+        super().__init__(
+            f'{where}: the attention {what} has shape {tuple(shape)}, which does not '
+            f"broadcast to {expected}. Masks and biases broadcast to the attention weights' "
+            'shape [batch..., num_heads, q_length, kv_length]; build masks with '
+            '`make_attention_mask(query_input, key_input)` or `make_causal_mask(x)`, which '
+            'give [batch..., 1, q_length, kv_length].'
+        )
+
+
+class QkvFeaturesNotDivisibleError(LinenError, ValueError):
+    """``qkv_features`` is not a multiple of ``num_heads``.
+
+    >>> x = jnp.ones((1, 5, 4))
+    >>> nn.MultiHeadDotProductAttention(num_heads=3, qkv_features=8).init(jax.random.key(0), x)
+    Traceback (most recent call last):
+    ...
+    QkvFeaturesNotDivisibleError: ...
+    """
+
+    def __init__(self, where: str, qkv_features: int, num_heads: int):
+        super().__init__(
+            f'{where}: qkv_features ({qkv_features}) must be divisible by num_heads '
+            f'({num_heads}), since each head gets qkv_features // num_heads features. '
+            'Pick qkv_features as a multiple of num_heads (qkv_features defaults to the '
+            'last dimension of inputs_q).'
+        )
+
+
+class AutoregressiveCacheShapeError(LinenError, ValueError):
+    """In ``decode`` mode, the query does not fit the cache made at init.
+
+    >>> mha = nn.MultiHeadDotProductAttention(num_heads=2, decode=True)
+    >>> x = jnp.ones((1, 5, 4))
+    >>> variables = mha.init(jax.random.key(0), x)
+    >>> mha.apply(variables, x, mutable=['cache'])  # decode takes one step at a time
+    Traceback (most recent call last):
+    ...
+    AutoregressiveCacheShapeError: ...
+    """
+
+    def __init__(self, where: str, expected, got):
+        super().__init__(
+            f'{where}: autoregressive cache shape error, expected query shape '
+            f'{tuple(expected)} instead got {tuple(got)}. In decode mode, init with the '
+            'full-length input to size the cache, then apply one step at a time '
+            '(inputs of length 1) with mutable=["cache"].'
+        )
+
+
+class AttentionInputsConflictError(LinenError, ValueError):
+    """The key/value inputs were given inconsistently.
+
+    >>> mha = nn.MultiHeadDotProductAttention(num_heads=2)
+    >>> x = jnp.ones((1, 5, 4))
+    >>> variables = mha.init(jax.random.key(0), x)
+    >>> mha.apply(variables, x, x, inputs_kv=x)
+    Traceback (most recent call last):
+    ...
+    AttentionInputsConflictError: ...
+    """
+
+    def __init__(self, where: str, what: str):
+        super().__init__(
+            f'{where}: {what}. Pass `inputs_k` (and optionally `inputs_v`, which defaults '
+            'to `inputs_k`); `inputs_kv` is deprecated.'
+        )
+
+
+>>>>>>> contracts
 # ----------------------------------------------------------------------------- helpers
 
 

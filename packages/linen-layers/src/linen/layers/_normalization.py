@@ -62,6 +62,94 @@ def _layer_where(module: Module) -> str:
     return f'{type(module).__name__} at {where}'
 
 
+<<<<<<< HEAD
+=======
+class InvalidFeatureAxesError(LinenError, ValueError):
+    """A normalization layer's axes do not fit its input.
+
+    >>> nn.LayerNorm(feature_axes=3).init(jax.random.key(0), jnp.ones((2, 4)))
+    Traceback (most recent call last):
+    ...
+    InvalidFeatureAxesError: ...
+    """
+
+    def __init__(self, layer: str, what: str, axes, shape, fix: str):
+        super().__init__(
+            f'{layer}: {what} {axes!r} do not fit an input of shape {tuple(shape)} '
+            f'(rank {len(shape)}). {fix}'
+        )
+
+
+class InvalidGroupsError(LinenError, ValueError):
+    """GroupNorm's ``num_groups``/``group_size`` do not split the feature axis.
+
+    >>> nn.GroupNorm(num_groups=4).init(jax.random.key(0), jnp.ones((2, 6)))
+    Traceback (most recent call last):
+    ...
+    InvalidGroupsError: ...
+    """
+
+    def __init__(self, layer: str, problem: str, fix: str):
+        super().__init__(f'{layer}: {problem} {fix}')
+
+
+class MissingUseRunningAverageError(LinenError, ValueError):
+    """BatchNorm was given ``use_running_average`` neither at construction nor at call.
+
+    >>> nn.BatchNorm().init(jax.random.key(0), jnp.ones((2, 3)))
+    Traceback (most recent call last):
+    ...
+    MissingUseRunningAverageError: ...
+    """
+
+    def __init__(self, layer: str):
+        super().__init__(
+            f'{layer}: `use_running_average` is unset, so it is unknown whether to '
+            'normalize with the batch statistics (training) or the running averages in '
+            '"batch_stats" (evaluation). Pass it once, either to the constructor '
+            '(`BatchNorm(use_running_average=not train)`) or at call time '
+            '(`bn(x, use_running_average=not train)`).'
+        )
+
+
+class InvalidMaskShapeError(LinenError, ValueError):
+    """A normalization ``mask`` does not broadcast to the input.
+
+    >>> v = nn.LayerNorm().init(jax.random.key(0), jnp.ones((2, 4)))
+    >>> nn.LayerNorm().apply(v, jnp.ones((2, 4)), mask=jnp.ones((2, 3), bool))
+    Traceback (most recent call last):
+    ...
+    InvalidMaskShapeError: ...
+    """
+
+    def __init__(self, layer: str, mask_shape, x_shape):
+        super().__init__(
+            f'{layer}: the mask of shape {tuple(mask_shape)} does not broadcast to the input '
+            f'of shape {tuple(x_shape)}. Pass a boolean mask whose shape broadcasts to the '
+            'input (True marks the entries that count toward the statistics).'
+        )
+
+
+class SpectralNormNonMatrixError(LinenError, ValueError):
+    """SpectralNorm met a parameter of rank > 2 with ``error_on_non_matrix=True``.
+
+    >>> layer = nn.SpectralNorm(nn.Conv(3, (3, 3)), error_on_non_matrix=True)
+    >>> layer.init(jax.random.key(0), jnp.ones((1, 4, 4, 2)), update_stats=True)  # (3, 3, 2, 3)
+    Traceback (most recent call last):
+    ...
+    SpectralNormNonMatrixError: ...
+    """
+
+    def __init__(self, layer: str, name: str, shape):
+        super().__init__(
+            f'{layer}: parameter "{name}" has shape {tuple(shape)} (rank {len(shape)}), '
+            'but error_on_non_matrix=True allows only rank <= 2. Pass '
+            'error_on_non_matrix=False to normalize it reshaped to '
+            '(-1, last dimension), as for convolution kernels.'
+        )
+
+
+>>>>>>> contracts
 # --------------------------------------------------------------------------- helpers
 
 

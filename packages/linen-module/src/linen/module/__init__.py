@@ -8,7 +8,7 @@ the cached chain of method wrappers contributed through the
 
 from __future__ import annotations
 
-from linen.core._scope import Variable as Variable
+from linen.core import Variable as Variable
 from linen.module.__about__ import __version__ as __version__
 from linen.module._dispatch import MethodCallContext as MethodCallContext
 from linen.module._dispatch import invalidate_method_wrappers as invalidate_method_wrappers

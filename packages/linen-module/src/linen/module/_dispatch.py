@@ -18,7 +18,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from linen.core import _plugins, errors
+from linen.core import errors, plugin_bus
 from linen.module._state import _stack
 
 __all__ = ['invalidate_method_wrappers', 'get_runner', 'active_wrappers', 'MethodCallContext']
@@ -36,7 +36,7 @@ def invalidate_method_wrappers(everywhere: bool = False) -> None:
     _chain.set(None)
 
 
-_plugins.on_plugins_changed(lambda: invalidate_method_wrappers(everywhere=True))
+plugin_bus.on_plugins_changed(lambda: invalidate_method_wrappers(everywhere=True))
 
 
 class MethodCallContext:
@@ -87,11 +87,11 @@ def _compose(wrappers: tuple[Callable, ...]) -> Callable:
 
 
 def _build() -> Callable | None:
-    pm = _plugins.get_plugin_manager()
+    pm = plugin_bus.get_plugin_manager()
     hook = getattr(pm.hook, 'linen_method_wrapper', None)
     if hook is None or not hook.get_hookimpls():
         return None
-    wrappers = tuple(w for w in _plugins.call_hook('linen_method_wrapper') if w is not None)
+    wrappers = tuple(w for w in plugin_bus.call_hook('linen_method_wrapper') if w is not None)
     return _compose(wrappers) if wrappers else None
 
 
@@ -133,6 +133,25 @@ def _wrap_method(fun: Callable) -> Callable:
 
 
 def _call_wrapped_method(self, fun, method_name, is_compact, args, kwargs):
+    """Run ``fun(self, *args, **kwargs)`` through the dispatcher.
+
+    The Module bookkeeping a wrapped method call gets (lazy ``setup``, the compact
+    state, the module stack) and the active method wrappers (``linen_method_wrapper``
+    hook) apply, exactly as for ``self.method(*args, **kwargs)``. Public as
+    :func:`linen.module.dispatch.call_wrapped_method`.
+
+    Args:
+      self: the module the method runs on.
+      fun: the plain function of the method.
+      method_name: the name wrappers see (``MethodCallContext.method_name``).
+      is_compact: whether ``fun`` is a ``@compact`` method (its submodules are
+        named inline and claimed afresh on each call).
+      args: the positional arguments, as a tuple.
+      kwargs: the keyword arguments, as a dict.
+
+    Returns:
+      What ``fun`` returns (through the wrappers).
+    """
     scope = self.scope
     if scope is None:
         if is_compact:

@@ -23,11 +23,18 @@ _interceptors: contextvars.ContextVar[tuple[Callable, ...]] = contextvars.Contex
 def intercept_methods(interceptor: Callable):
     """Run every wrapped Module method call in this context through ``interceptor``.
 
-    >>> def log(next_fun, args, kwargs, context):  # doctest: +SKIP
-    ...     print(context.module.name, context.method_name)
+    >>> import linen.nn as nn
+    >>> class Double(nn.Module):
+    ...     def __call__(self, x):
+    ...         return 2 * x
+    >>> def log(next_fun, args, kwargs, context):
+    ...     print(type(context.module).__name__, context.method_name)
     ...     return next_fun(*args, **kwargs)
-    >>> with intercept_methods(log):  # doctest: +SKIP
-    ...     model.apply(variables, x)
+    >>> with intercept_methods(log):
+    ...     y = Double().apply({}, 1.5)
+    Double __call__
+    >>> y
+    3.0
     """
     token = _interceptors.set(_interceptors.get() + (interceptor,))
     invalidate_method_wrappers()

@@ -20,12 +20,11 @@ from typing import Any
 
 import jax
 
-from linen.core import errors
-from linen.core._filters import DenyList, Filter, union_filters
-from linen.core._scope import Scope, Variable, _thaw
-from linen.core._scope import bind as core_bind
-from linen.core._scope import init as core_init
-from linen.core._scope import lazy_init as core_lazy_init
+from linen.core import DenyList, Scope, Variable, errors, union_filters
+from linen.core import bind as core_bind
+from linen.core import init as core_init
+from linen.core import lazy_init as core_lazy_init
+from linen.core.lifting import Filter, binding_variables, thaw
 from linen.module import _capture
 from linen.module._decorators import compact, compact_name_scope, nowrap
 from linen.module._dispatch import _call_wrapped_method, _wrap_method
@@ -146,14 +145,19 @@ def _might_hold_modules(value: Any) -> bool:
 class Module:
     """Base class of all neural-network modules; subclasses are dataclasses.
 
-    >>> import linen.nn as nn  # doctest: +SKIP
-    >>> class MLP(nn.Module):  # doctest: +SKIP
+    >>> import jax
+    >>> import jax.numpy as jnp
+    >>> import linen.nn as nn
+    >>> class MLP(nn.Module):
     ...     features: tuple
     ...     @nn.compact
     ...     def __call__(self, x):
     ...         for f in self.features:
     ...             x = nn.relu(nn.Dense(f)(x))
     ...         return x
+    >>> variables = MLP((3, 2)).init(jax.random.key(0), jnp.ones((1, 4)))
+    >>> jax.tree_util.tree_map(jnp.shape, variables['params'])
+    {'Dense_0': {'bias': (3,), 'kernel': (4, 3)}, 'Dense_1': {'bias': (2,), 'kernel': (3, 2)}}
     """
 
     if typing.TYPE_CHECKING:
@@ -427,7 +431,7 @@ class Module:
             scope.reserve(name, collection)
             self._state.children[name] = collection
             scope.put_variable(collection, name, jax.tree_util.tree_map(_zeros_like, value))
-        if collection in scope._root.variables:
+        if collection in binding_variables(scope):
             if scope.has_variable(collection, name):
                 old = scope.get_variable(collection, name)
                 return jax.tree_util.tree_map(lambda a, b: a + b, value, old)
@@ -477,7 +481,7 @@ class Module:
         if self.scope is None:
             raise errors.CallUnbindOnUnboundModuleError()
         self._try_setup()
-        return self.clone(parent=None, _deep_clone=True), _thaw(self.variables)
+        return self.clone(parent=None, _deep_clone=True), thaw(self.variables)
 
     # -- init / apply --------------------------------------------------------------
 

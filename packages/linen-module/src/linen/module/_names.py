@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from linen.core import _plugins
+from linen.core import plugin_bus
 
 
 def derive_profiling_name(module: Any, method_name: str, method: Callable) -> str | None:
@@ -13,9 +13,9 @@ def derive_profiling_name(module: Any, method_name: str, method: Callable) -> st
 
     ``None`` when no installed plugin implements the hook (linen-profiling does).
     """
-    hook = getattr(_plugins.get_plugin_manager().hook, 'linen_profiling_name', None)
+    hook = getattr(plugin_bus.get_plugin_manager().hook, 'linen_profiling_name', None)
     if hook is None:
         return None
-    return _plugins.call_hook(
+    return plugin_bus.call_hook(
         'linen_profiling_name', module=module, method_name=method_name, method=method
     )

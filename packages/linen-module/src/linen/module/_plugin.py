@@ -15,7 +15,7 @@ _EXPORTS = {
     'merge_param': 'linen.module._functional:merge_param',
     'share_scope': 'linen.module._functional:share_scope',
     'intercept_methods': 'linen.module._intercept:intercept_methods',
-    'Variable': 'linen.core._scope:Variable',
+    'Variable': 'linen.core:Variable',
     'module': 'linen.module',
 }
 

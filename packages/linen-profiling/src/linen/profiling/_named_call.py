@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import jax
 
+from linen.module.dispatch import in_setup
 from linen.profiling._labels import LABELLED_ATTRIBUTE
 from linen.profiling._naming import derive_profiling_name
 from linen.profiling._state import is_named_call_enabled
@@ -15,11 +16,6 @@ from linen.profiling._state import is_named_call_enabled
 __all__ = ['named_call']
 
 F = TypeVar('F', bound=Callable[..., Any])
-
-
-def _in_setup(module: Any) -> bool:
-    state = getattr(module, '_state', None)
-    return bool(getattr(state, 'in_setup', False))
 
 
 def named_call(class_fn: F, force: bool = True) -> F:
@@ -41,7 +37,7 @@ def named_call(class_fn: F, force: bool = True) -> F:
 
     @functools.wraps(class_fn)
     def labelled(self, *args, **kwargs):
-        if (not force and not is_named_call_enabled()) or _in_setup(self):
+        if (not force and not is_named_call_enabled()) or in_setup(self):
             return class_fn(self, *args, **kwargs)
         name = derive_profiling_name(self, class_fn.__name__, class_fn)
         return jax.named_call(class_fn, name=name)(self, *args, **kwargs)

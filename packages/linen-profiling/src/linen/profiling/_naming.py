@@ -76,7 +76,7 @@ def derive_profiling_name(module: Any, method_name: str | None, method: Any) -> 
         name = None
     else:
         if not _cache_hooked:
-            from linen.core._plugins import on_plugins_changed
+            from linen.core.plugin_bus import on_plugins_changed
 
             on_plugins_changed(_clear_cache)
             _cache_hooked = True

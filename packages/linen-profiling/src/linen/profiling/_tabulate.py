@@ -156,7 +156,7 @@ def tabulate(
     """
     import jax
 
-    from linen.core import _plugins
+    from linen.core import plugin_bus
     from linen.profiling._costs import module_costs
     from linen.profiling._state import override_named_call
 
@@ -167,13 +167,13 @@ def tabulate(
         init_kwargs['mutable'] = mutable
 
     records: list[_Call] = []
-    name = _plugins.register(_RecorderPlugin, name='linen-profiling-tabulate')
+    name = plugin_bus.register(_RecorderPlugin, name='linen-profiling-tabulate')
     token = _records.set(records)
     try:
         variables = jax.eval_shape(lambda r: module.init(r, *args, **init_kwargs), rngs)
     finally:
         _records.reset(token)
-        _plugins.unregister(name)
+        plugin_bus.unregister(name)
 
     flops: dict[str, float] = {}
     if compute_flops:

@@ -13,7 +13,8 @@ __all__ = [
 class ProfileTraceNotFoundError(LinenError, FileNotFoundError):
     """The profiler wrote no ``*.xplane.pb`` where :func:`profile` looked for it.
 
-    >>> profile(f, x, logdir='/read-only/dir')  # doctest: +SKIP
+    >>> print(ProfileTraceNotFoundError('/read-only/dir'))
+    No "*.xplane.pb" trace was written under '/read-only/dir'. ...
     """
 
     def __init__(self, logdir: str):
@@ -28,7 +29,9 @@ class ProfileTraceNotFoundError(LinenError, FileNotFoundError):
 class ProfileNoDeviceOpsError(LinenError, RuntimeError):
     """The trace holds no XLA op events of the profiled program.
 
-    >>> profile(lambda x: x, x)  # doctest: +SKIP
+    >>> print(ProfileNoDeviceOpsError('jit_f', '/tmp/run.xplane.pb', ['jit_g']))
+    The trace '/tmp/run.xplane.pb' has no XLA op events of program 'jit_f' (programs with
+    events: jit_g). ...
     """
 
     def __init__(self, program: str, xplane_path: str, programs_seen: list[str]):

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from linen.core import errors
-from linen.module._module import _call_wrapped_method
+from linen.module.dispatch import call_wrapped_method, field_names
 from linen.transforms import _autodiff, _control, _jit, _remat, _scan, _variables, _vmap
 from linen.transforms._module_lift import _checked_return, _mark, lift
 
@@ -106,7 +106,14 @@ def checkpoint(
     def make(body):
         return _remat.checkpoint(body, prevent_cse, static_argnums, policy, concrete)
 
-    return lift('Checkpoint', target, make, methods)
+    lifted = lift('Checkpoint', target, make, methods)  # a bad target fails here first
+    if static_argnums != ():
+        if isinstance(target, type):
+            for method_name in methods or ('__call__',):
+                _remat.check_static_argnums(static_argnums, getattr(target, method_name))
+        else:
+            _remat.check_static_argnums(static_argnums, target)
+    return lifted
 
 
 remat = checkpoint
@@ -206,7 +213,7 @@ def jit(
         name = getattr(fn, '__name__', 'method')
 
         def runner(clone, *a, **k):
-            return _call_wrapped_method(clone, fn, name, is_compact, a, k)
+            return call_wrapped_method(clone, fn, name, is_compact, a, k)
 
         return _jit_method(fn, name, runner, options)
     raise errors.TransformTargetError(target)
@@ -231,7 +238,7 @@ def _module_key(module, labelled: bool):
     The instance name joins only while method wrappers (profiling labels) are
     active: labels differ per instance, so the compiled programs do too.
     """
-    fields = tuple(module.__dict__[f] for f in type(module)._field_names)
+    fields = tuple(module.__dict__[f] for f in field_names(type(module)))
     name = module.name if labelled else None
     return (type(module), name, _jit._hashable(fields)), module
 
@@ -265,7 +272,7 @@ def _on_module(fn: Callable, mdl: Any) -> Callable:
 
     def body(scope, *args, **kwargs):
         clone = mdl.clone(parent=scope)
-        return _call_wrapped_method(
+        return call_wrapped_method(
             clone, lambda m, *a, **k: fn(m, *a, **k), name, True, args, kwargs
         )
 

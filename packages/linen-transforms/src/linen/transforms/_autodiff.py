@@ -14,7 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from linen.core._filters import Filter
+from linen.core.lifting import Filter
 from linen.transforms import _pack
 
 

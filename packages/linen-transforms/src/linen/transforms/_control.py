@@ -13,7 +13,8 @@ from typing import Any
 import jax
 from jax import lax
 
-from linen.core._filters import Filter, in_filter
+from linen.core import in_filter
+from linen.core.lifting import Filter
 from linen.transforms import _pack
 
 

@@ -27,9 +27,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from linen.core._filters import DenyList, in_filter
-from linen.core._rng import path_hash
-from linen.core._scope import Scope, _Root, _thaw
+from linen.core import DenyList
+from linen.core.lifting import detached_scope, path_hash
 from linen.transforms import _pack
 from linen.transforms._remat import merge_static, split_static
 from linen.transforms.errors import TransformArgumentError
@@ -150,22 +149,17 @@ def jit(
 
     def run(static: _Static, variables, keys, hashes, dynamic, dyn_kwargs):
         p = static.payload
-        root = _Root(
-            {c: (_thaw(v) if in_filter(p['mutable'], c) else v) for c, v in variables.items()},
-            p['mutable'],
-            offset=len(p['path']),
-        )
         counters = copy.deepcopy(p['counters'])
         table = _HashTable(p['index'], hashes)
-        inner = Scope(
-            root,
-            p['name'],
-            None,
+        inner = detached_scope(
+            name=p['name'],
+            path=p['path'],
+            variables=variables,
+            mutable=p['mutable'],
             rngs={n: _TableRngStream(k, n, (), table) for n, k in keys.items()},
             rng_counters=counters,
             flags=p['flags'],
         )
-        inner.path = p['path']
         args = merge_static(dynamic, p['static_args'])
         y = fn(p['extra'], inner, *args, **dyn_kwargs, **p['static_kwargs'])
         if p['index'] is None:
@@ -194,7 +188,7 @@ def jit(
         return y, mutated, static
 
     def wrapper(extra, scope, *args, **kwargs):
-        from linen.module._dispatch import active_wrappers
+        from linen.module.dispatch import active_wrappers
 
         variables = _pack.gather_variables(scope)
         keys, templates = _pack.rng_keys(scope)
@@ -210,7 +204,7 @@ def jit(
             'path': scope.path,
             'name': scope.name,
             'counters': counters,
-            'mutable': scope._root.mutable,
+            'mutable': scope.mutable,
             'flags': dict(scope.flags),
             'static_args': static_args,
             'static_kwargs': static_kwargs,
@@ -221,7 +215,7 @@ def jit(
             len(scope.path),
             tuple(sorted(keys)),
             _hashable(counters),
-            _hashable(scope._root.mutable),
+            _hashable(scope.mutable),
             _hashable(dict(scope.flags)),
             _hashable(static_args),
             _hashable(static_kwargs),

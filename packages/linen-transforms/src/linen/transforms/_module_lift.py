@@ -16,7 +16,7 @@ import jax
 
 from linen.core import Variable, errors
 from linen.module import Module
-from linen.module._module import _call_wrapped_method
+from linen.module.dispatch import call_wrapped_method, mark_dispatched
 
 # make_lifted(body) -> lifted(scope, *args, **kwargs); body(scope, *args, **kwargs)
 MakeLifted = Callable[[Callable], Callable]
@@ -33,8 +33,7 @@ def _checked_return(out: Any, method_name: str) -> Any:
 def _mark(fn: Callable) -> Callable:
     # The dispatcher must not wrap these: the call inside the transform goes
     # through it, on the clone.
-    fn.method_handler_wrapped = True  # type: ignore[attr-defined]
-    return fn
+    return mark_dispatched(fn)
 
 
 def lift_method(fn: Callable, make_lifted: MakeLifted) -> Callable:
@@ -50,7 +49,7 @@ def lift_method(fn: Callable, make_lifted: MakeLifted) -> Callable:
 
         def body(inner_scope, *a, **k):
             clone = self.clone(parent=inner_scope)
-            out = _call_wrapped_method(clone, fn, method_name, is_compact, a, k)
+            out = call_wrapped_method(clone, fn, method_name, is_compact, a, k)
             return _checked_return(out, method_name)
 
         return make_lifted(body)(scope, *args, **kwargs)

@@ -15,9 +15,14 @@ from typing import Any
 
 import jax
 
-from linen.core import meta
-from linen.core._filters import Filter, in_filter
-from linen.core._scope import Scope, _Root, _thaw
+from linen.core import Scope, in_filter, meta
+from linen.core.lifting import (
+    Filter,
+    binding_variables,
+    detached_scope,
+    scope_collection,
+    writable_scope_collection,
+)
 
 __all__ = [
     'gather_variables',
@@ -32,8 +37,8 @@ __all__ = [
 def gather_variables(scope: Scope) -> dict[str, Any]:
     """``{collection: subtree}`` below ``scope`` (absent collections are omitted)."""
     out = {}
-    for col in scope._root.variables:
-        d = scope._collection(col)
+    for col in binding_variables(scope):
+        d = scope_collection(scope, col)
         if d is not None:
             out[col] = d
     return out
@@ -61,20 +66,21 @@ def make_inner_scope(
     mutable: Filter | None = None,
 ) -> Scope:
     """A root scope standing for ``outer`` inside a transform."""
-    mutable = outer._root.mutable if mutable is None else mutable
-    own = {col: (_thaw(v) if in_filter(mutable, col) else v) for col, v in variables.items()}
-    root = _Root(own, mutable, offset=len(outer.path))
-    inner = Scope(
-        root, outer.name, None, rngs=rngs, rng_counters=outer.rng_counters, flags=outer.flags
+    return detached_scope(
+        name=outer.name,
+        path=outer.path,
+        variables=variables,
+        mutable=outer.mutable if mutable is None else mutable,
+        rngs=rngs,
+        rng_counters=outer.rng_counters,
+        flags=outer.flags,
     )
-    inner.path = outer.path
-    return inner
 
 
 def inner_mutated(inner: Scope, filters: Sequence[Filter]) -> tuple[dict[str, Any], ...]:
     """The mutable collections of an inner scope, grouped like the inputs."""
-    mutable = inner._root.mutable
-    out = {c: v for c, v in inner._root.variables.items() if in_filter(mutable, c)}
+    mutable = inner.mutable
+    out = {c: v for c, v in binding_variables(inner).items() if in_filter(mutable, c)}
     return group_variables(out, filters)
 
 
@@ -84,9 +90,9 @@ def write_back(outer: Scope, groups: Sequence[dict[str, Any]]) -> None:
         for col, tree in group.items():
             if not outer.is_mutable_collection(col):
                 continue
-            if not tree and outer._collection(col) is None:
+            if not tree and scope_collection(outer, col) is None:
                 continue
-            d = outer._mutable_collection(col)
+            d = writable_scope_collection(outer, col)
             d.clear()
             d.update(tree)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,6 +33,35 @@ def check_concrete(concrete: bool) -> None:
         raise TransformArgumentError(
             'remat(concrete=True) is not supported: JAX removed concrete checkpointing. '
             'Mark the Python-control-flow arguments static with `static_argnums=` instead.'
+        )
+
+
+def check_static_argnums(static_argnums: int | Sequence[int], method: Callable) -> None:
+    """Refuse, where the transform is declared, an index past the method's arguments.
+
+    Indices count the arguments as the caller writes them (``self`` excluded). A
+    method taking ``*args`` accepts any index; an index of an argument the caller
+    leaves at its default is allowed (that argument is simply not static then).
+    """
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    try:
+        params = list(inspect.signature(method).parameters.values())[1:]
+    except (TypeError, ValueError):  # no introspectable signature (a builtin, a C function)
+        return
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    n = len(positional)
+    bad = [i for i in static_argnums if not -n <= i < n]
+    if bad:
+        name = getattr(method, '__qualname__', getattr(method, '__name__', repr(method)))
+        raise TransformArgumentError(
+            f'remat(static_argnums={tuple(static_argnums)}): index {bad[0]} is past the '
+            f'arguments of {name}({", ".join(positional)}), which takes {n} positional '
+            f'argument(s) after self, so static_argnums must lie in range({-n}, {n}). '
+            'Count the arguments as the caller writes them: for `module(x, train)`, '
+            '`train` is 1.'
         )
 
 

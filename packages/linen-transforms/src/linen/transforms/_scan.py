@@ -15,7 +15,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from linen.core._filters import Filter, in_filter
+from linen.core import in_filter
+from linen.core.lifting import Filter
 from linen.transforms import _pack
 from linen.transforms.errors import ScanCollectionError, ScanLengthError
 
@@ -101,7 +102,7 @@ def scan(
         keys, paths = _pack.rng_keys(scope)
         split = {k: v for k, v in keys.items() if any(in_filter(f, k) for f in split_filter)}
         fixed_keys = {k: v for k, v in keys.items() if k not in split}
-        mutable = scope._root.mutable
+        mutable = scope.mutable
 
         def run_step(variables, step_keys, c, x_args):
             inner = _pack.make_inner_scope(

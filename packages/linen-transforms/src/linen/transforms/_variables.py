@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from linen.core._filters import Filter, intersect_filters, subtract_filters, union_filters
-from linen.core._rng import RngStream
+from linen.core import intersect_filters, subtract_filters, union_filters
+from linen.core.lifting import Filter, RngStream
 from linen.transforms import _pack
 
 
@@ -29,7 +29,7 @@ def map_variables(
 
     def wrapper(scope, *args, **kwargs):
         mapped, other = _pack.group_variables(_pack.gather_variables(scope), (mapped_collections,))
-        outer_mutable = scope._root.mutable
+        outer_mutable = scope.mutable
         writable = mutable or (init and bool(scope.flags.get('initializing', False)))
         inner_mutable = subtract_filters(outer_mutable, mapped_collections)
         if writable:

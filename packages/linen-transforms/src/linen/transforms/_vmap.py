@@ -7,7 +7,8 @@ from typing import Any
 
 import jax
 
-from linen.core._filters import Filter, in_filter
+from linen.core import in_filter
+from linen.core.lifting import Filter
 from linen.transforms import _pack
 from linen.transforms.errors import TransformAxisSizeError
 

@@ -15,7 +15,13 @@ __all__ = [
 class TransformAxisSizeError(LinenError, ValueError):
     """A mapped transform cannot tell its axis size (needed to split rng streams).
 
-    >>> nn.vmap(Dense, in_axes=None, split_rngs={'params': True})  # doctest: +SKIP
+    >>> VmapDense = nn.vmap(
+    ...     nn.Dense, in_axes=None, variable_axes={'params': 0}, split_rngs={'params': True}
+    ... )
+    >>> VmapDense(3).init(jax.random.key(0), jnp.ones((2,)))
+    Traceback (most recent call last):
+    ...
+    TransformAxisSizeError: ...
     """
 
     def __init__(self, transform: str):
@@ -38,7 +44,16 @@ class ScanLengthError(LinenError, ValueError):
 class ScanCollectionError(LinenError, ValueError):
     """The body of ``nn.scan`` writes a collection that no scan rule covers.
 
-    >>> nn.scan(Block, variable_broadcast='params')  # Block sows 'intermediates' # doctest: +SKIP
+    >>> class Block(nn.Module):
+    ...     @nn.compact
+    ...     def __call__(self, carry, x):
+    ...         self.sow('intermediates', 'x', x)
+    ...         return carry + x, None
+    >>> Loop = nn.scan(Block, variable_broadcast='params', split_rngs={'params': False})
+    >>> Loop().apply({}, 0.0, jnp.ones(3), mutable=['intermediates'])
+    Traceback (most recent call last):
+    ...
+    ScanCollectionError: ...
     """
 
     def __init__(self, collections, path: str):

@@ -1,0 +1,77 @@
+"""The method dispatcher as sibling distributions use it (a public contract of linen-module).
+
+linen-transforms runs a Module method inside a lifted transform through the same
+dispatcher a plain call takes (:func:`call_wrapped_method`), keys its jit cache on
+the active method wrappers and on a Module's dataclass fields, and marks the
+methods it wraps itself so the dispatcher leaves them alone; linen-profiling asks
+whether a module is inside ``setup``. This module is the contract between
+linen-module and those siblings (and third-party packages that do the same):
+the implementation in ``_dispatch.py``, ``_module.py`` and ``_state.py`` may change
+in any release, the names in ``__all__`` keep their signature and meaning for a
+whole minor series of linen-module (``0.1.x``), and changing one needs a new
+minor version and a CHANGELOG entry.
+
+>>> import jax.numpy as jnp
+>>> from linen.module import Module, compact
+>>> from linen.module.dispatch import call_wrapped_method, field_names
+>>> class Scale(Module):
+...     factor: float = 2.0
+...     @compact
+...     def __call__(self, x):
+...         return x * self.factor
+>>> field_names(Scale)
+('factor',)
+>>> def times(module, x):  # runs through the dispatcher, as a lifted method does
+...     return call_wrapped_method(module, lambda m, y: m.factor * y, 'times', False, (x,), {})
+>>> Scale().apply({}, jnp.ones(2), method=times)
+Array([2., 2.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from linen.module._dispatch import MethodCallContext as MethodCallContext
+from linen.module._dispatch import _call_wrapped_method
+from linen.module._dispatch import active_wrappers as active_wrappers
+from linen.module._dispatch import invalidate_method_wrappers as invalidate_method_wrappers
+
+__all__ = [
+    'MethodCallContext',
+    'active_wrappers',
+    'call_wrapped_method',
+    'field_names',
+    'in_setup',
+    'invalidate_method_wrappers',
+    'mark_dispatched',
+]
+
+F = TypeVar('F', bound=Callable[..., Any])
+
+# The dispatcher's entry, re-exported rather than wrapped: it is on every method
+# call's path, and an extra Python frame there shows in the benchmarks.
+call_wrapped_method = _call_wrapped_method
+
+
+def mark_dispatched(fn: F) -> F:
+    """Tell the Module class machinery that ``fn`` does its own dispatching.
+
+    A method assigned to a Module subclass is normally wrapped by the dispatcher;
+    one marked here is left as it is (a lifted method calls
+    :func:`call_wrapped_method` itself, on the clone bound inside the transform).
+    Returns ``fn``.
+    """
+    fn.method_handler_wrapped = True  # type: ignore[attr-defined]
+    return fn
+
+
+def field_names(module_class: type) -> tuple[str, ...]:
+    """The dataclass fields of a Module class a user sets, without ``parent`` and ``name``."""
+    return module_class._field_names  # type: ignore[attr-defined]
+
+
+def in_setup(module: Any) -> bool:
+    """Whether ``module`` is running its ``setup`` right now (False for non-Modules)."""
+    state = getattr(module, '_state', None)
+    return bool(getattr(state, 'in_setup', False))
