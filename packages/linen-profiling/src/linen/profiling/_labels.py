@@ -17,9 +17,15 @@ from typing import Any
 
 import jax
 
-from linen.profiling._naming import derive_profiling_name
+from linen.profiling._naming import cached_profiling_name, derive_profiling_name
 
-__all__ = ['LABELLED_ATTRIBUTE', 'emitted_label_paths', 'label_method_call', 'label_scope']
+__all__ = [
+    'LABELLED_ATTRIBUTE',
+    'emitted_label_paths',
+    'label_method_call',
+    'label_method_call_hooked',
+    'label_scope',
+]
 
 LABELLED_ATTRIBUTE = '__linen_named_call__'
 """Set on methods decorated with :func:`named_call`; they label themselves."""
@@ -62,12 +68,7 @@ def label_scope(name: str) -> Iterator[None]:
         _stack.reset(token)
 
 
-def label_method_call(next_fn, args: tuple, kwargs: dict[str, Any], context) -> Any:
-    """A ``linen_method_wrapper``: ``next_fn`` under the call's label."""
-    if getattr(context.method, LABELLED_ATTRIBUTE, False):
-        # @named_call opens its own scope; a second one would double the label.
-        return next_fn(*args, **kwargs)
-    name = derive_profiling_name(context.module, context.method_name, context.method)
+def _labelled(name: str, next_fn, args: tuple, kwargs: dict[str, Any]) -> Any:
     labels = (*_stack.get(), name)
     _emitted.add(labels)
     token = _stack.set(labels)
@@ -76,3 +77,20 @@ def label_method_call(next_fn, args: tuple, kwargs: dict[str, Any], context) -> 
             return next_fn(*args, **kwargs)
     finally:
         _stack.reset(token)
+
+
+def label_method_call(next_fn, args: tuple, kwargs: dict[str, Any], context) -> Any:
+    """A ``linen_method_wrapper``: ``next_fn`` under the call's label (default rule, cached)."""
+    if getattr(context.method, LABELLED_ATTRIBUTE, False):
+        # @named_call opens its own scope; a second one would double the label.
+        return next_fn(*args, **kwargs)
+    name = cached_profiling_name(context.module, context.method_name, context.method)
+    return _labelled(name, next_fn, args, kwargs)
+
+
+def label_method_call_hooked(next_fn, args: tuple, kwargs: dict[str, Any], context) -> Any:
+    """Like :func:`label_method_call`, asking the name hook for every call (user rules)."""
+    if getattr(context.method, LABELLED_ATTRIBUTE, False):
+        return next_fn(*args, **kwargs)
+    name = derive_profiling_name(context.module, context.method_name, context.method)
+    return _labelled(name, next_fn, args, kwargs)
