@@ -2,7 +2,21 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from linen.profiling import label_scope
 from linen.profiling._hlo import module_path_from_op_name, parse_hlo_module, strip_metadata
+
+# The label paths linen would have pushed for the programs these op_names come from.
+LABELS = {
+    ('MLP',),
+    ('MLP', 'Dense_0'),
+    ('MLP', 'Dense_1'),
+    ('MLP', 'Block'),
+    ('MLP', 'V'),
+    ('MLP', 'Inner'),
+    ('Dense_0',),
+    ('Encoder.encode',),
+    ('Encoder.encode', 'proj'),
+}
 
 
 @pytest.mark.parametrize(
@@ -14,22 +28,36 @@ from linen.profiling._hlo import module_path_from_op_name, parse_hlo_module, str
         ('jit(f)/transpose(jvp(MLP))/Dense_0/mul', 'MLP/Dense_0'),
         ('jit(f)/transpose(jvp(MLP))/jvp(MLP)/checkpoint/Dense_1/dot_general', 'MLP/Dense_1'),
         ('jit(f)/jvp(MLP)/while/body/closed_call/Block/tanh', 'MLP/Block'),
+        # JAX 0.12 names a scan body eval_jaxpr; a frame no one has named yet works too.
+        ('jit(f)/MLP/while/body/eval_jaxpr/Block/tanh', 'MLP/Block'),
+        ('jit(f)/MLP/some_future_frame(x)/Block/tanh', 'MLP/Block'),
         ('jit(f)/jvp(MLP)/vmap(V)/dot_general', 'MLP/V'),
         ('jit(f)/MLP/jit(<lambda>)/Inner/add', 'MLP/Inner'),
         ('jit(f)/Encoder.encode/proj/dot_general', 'Encoder.encode/proj'),
+        # A name linen never pushed is not a module, even where a label could sit.
+        ('jit(f)/user_scope/MLP/Dense_0/add', 'MLP/Dense_0'),
+        ('jit(f)/Block/add', ''),
         ('jit(f)/reduce_sum', ''),
         ('x', ''),
         ('', ''),
     ],
 )
 def test_module_path_from_op_name(op_name, path):
-    assert module_path_from_op_name(op_name) == path
+    assert module_path_from_op_name(op_name, LABELS) == path
+
+
+def test_default_labels_are_the_ones_linen_pushed():
+    with label_scope('Pushed_once'):
+        with label_scope('Inner'):
+            pass
+    assert module_path_from_op_name('jit(f)/Pushed_once/Inner/add') == 'Pushed_once/Inner'
+    assert module_path_from_op_name('jit(f)/Never_pushed/add') == ''
 
 
 def _two_layer(x, w1, w2):
-    with jax.named_scope('Dense_0'):
+    with label_scope('Dense_0'):
         y = jnp.tanh(x @ w1)
-    with jax.named_scope('Dense_1'):
+    with label_scope('Dense_1'):
         return y @ w2
 
 

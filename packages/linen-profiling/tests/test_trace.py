@@ -1,22 +1,26 @@
 import glob
-from pathlib import Path
 import os
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import pytest
 
-from linen.profiling import profile
+from linen.profiling import label_scope, profile
 from linen.profiling._trace import _newest_xplane, times_from_xspace
 from linen.profiling._xplane import read_xspace
-from linen.profiling.errors import ProfileNoDeviceOpsError, ProfileTraceNotFoundError
+from linen.profiling.errors import (
+    ProfileNoDeviceOpsError,
+    ProfileTraceNotFoundError,
+    ProfileUnmatchedOpsWarning,
+)
 
 
 def model(x, w1, w2):
-    with jax.named_scope('MLP'):
-        with jax.named_scope('Dense_0'):
+    with label_scope('MLP'):
+        with label_scope('Dense_0'):
             y = jnp.tanh(x @ w1)
-        with jax.named_scope('Dense_1'):
+        with label_scope('Dense_1'):
             y = y @ w2
     return y.sum()
 
@@ -42,7 +46,6 @@ def test_writes_a_trace_tensorboard_can_open(recorded):
 
 def test_time_per_module_from_the_cpu_trace(recorded):
     times, _ = recorded
-    assert times.hlo_source == 'trace'
     assert times.program == 'jit_model'
     assert times.steps == 2
     for path in ('MLP', 'MLP/Dense_0', 'MLP/Dense_1'):
@@ -72,16 +75,20 @@ def test_program_without_events_raises(recorded):
     times, _ = recorded
     data = Path(times.xplane_path).read_bytes()
     with pytest.raises(ProfileNoDeviceOpsError, match="no XLA op events of program 'jit_other'"):
-        times_from_xspace(data, 'jit_other', steps=1, xplane_path=times.xplane_path)
+        times_from_xspace(data, 'jit_other', steps=1, xplane_path=times.xplane_path, hlo_text='')
 
 
-def test_without_hlo_in_the_trace_falls_back_to_the_compiled_hlo(recorded):
+def test_labels_come_from_the_compiled_hlo_of_the_program_that_ran(recorded):
+    times, _ = recorded
+    assert times.hlo_source == 'compiled'
+    assert times.unmatched_ops == ()
+
+
+def test_hlo_of_another_program_is_reported_not_silently_dropped(recorded):
     times, _ = recorded
     data = Path(times.xplane_path).read_bytes()
-    compiled = jax.jit(model).lower(*ARGS).compile().as_text()
-    planes_without_hlo = data.replace(b'Hlo Proto', b'Hlo Gone!')
-    fallback = times_from_xspace(
-        planes_without_hlo, 'jit_model', steps=2, fallback_hlo_text=compiled
-    )
-    assert fallback.hlo_source == 'compiled'
-    assert set(fallback.by_path()) == set(times.by_path())
+    other = jax.jit(lambda x: jnp.sin(x)).lower(jnp.ones(3)).compile().as_text()
+    with pytest.warns(ProfileUnmatchedOpsWarning, match='name no instruction'):
+        wrong = times_from_xspace(data, 'jit_model', steps=2, hlo_text=other)
+    assert wrong.unmatched_ops
+    assert set(wrong.by_path()) == {''}

@@ -18,6 +18,7 @@ _LOCATION = {
     'module_path_from_op_name': 'linen.profiling._hlo',
     'strip_metadata': 'linen.profiling._hlo',
     'named_call': 'linen.profiling._named_call',
+    'label_scope': 'linen.profiling._labels',
     'default_profiling_name': 'linen.profiling._naming',
     'disable_named_call': 'linen.profiling._state',
     'enable_named_call': 'linen.profiling._state',

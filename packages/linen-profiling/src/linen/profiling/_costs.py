@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from linen.profiling._cost_model import InstructionCost, instruction_costs
 from linen.profiling._hlo import module_path_from_op_name, parse_hlo_module
 from linen.profiling._report import (
     display_path,
@@ -13,7 +15,7 @@ from linen.profiling._report import (
     human,
     inclusive_totals,
 )
-from linen.profiling._xla_cost import InstructionCost, instruction_costs
+from linen.profiling.errors import UncostedInstructionWarning
 
 __all__ = ['CostRow', 'ModuleCosts', 'module_costs']
 
@@ -43,7 +45,10 @@ class ModuleCosts:
 
     ``xla_totals`` is ``compiled.cost_analysis()`` for the whole program. The
     rows add up to it, except that ops in a ``while`` body (``scan``) count once
-    per iteration here and once in total there.
+    per iteration here and once in total there. ``uncosted`` lists the
+    instructions (``'name (opcode)'``) whose cost is unknown: they count as zero
+    in the rows, so with any listed the FLOPs are a lower bound (a
+    :class:`~linen.profiling.errors.UncostedInstructionWarning` says so too).
     """
 
     rows: tuple[CostRow, ...]
@@ -53,6 +58,7 @@ class ModuleCosts:
     xla_totals: dict[str, float] = field(default_factory=dict)
     instructions: tuple[InstructionCost, ...] = ()
     hlo_text: str = ''
+    uncosted: tuple[str, ...] = ()
 
     def __getitem__(self, path: str) -> CostRow:
         for row in self.rows:
@@ -133,7 +139,15 @@ def costs_from_hlo_text(hlo_text: str, xla_totals: dict[str, float] | None = Non
                 instructions=counts.get(path, 0),
             )
         )
+    uncosted = tuple(
+        dict.fromkeys(
+            f'{cost.instruction} ({cost.opcode})' for cost in instructions if not cost.costed
+        )
+    )
+    if uncosted:
+        warnings.warn(UncostedInstructionWarning(uncosted), stacklevel=3)
     return ModuleCosts(
+        uncosted=uncosted,
         rows=tuple(rows),
         flops=sum(values[0] for values in own.values()),
         transcendentals=sum(values[1] for values in own.values()),
@@ -149,9 +163,10 @@ def module_costs(fn: Callable, *args: Any, **kwargs: Any) -> ModuleCosts:
 
     ``fn`` is lowered and compiled once for ``args`` (it is wrapped in
     ``jax.jit`` unless it already is jitted); nothing runs. Each instruction of
-    the optimized HLO, including the instructions inside fusions, is costed by
-    XLA's cost analysis and attributed to the module path in its ``op_name``
-    label, so labels must be on (the default) when ``fn`` is traced.
+    the optimized HLO, including the instructions inside fusions, is costed
+    from its shapes (XLA's conventions; the sums match
+    ``compiled.cost_analysis()``) and attributed to the module path in its
+    ``op_name`` label, so labels must be on (the default) when ``fn`` is traced.
 
     Args:
       fn: the function to analyse, e.g. ``lambda v, x: model.apply(v, x)``.
@@ -163,17 +178,15 @@ def module_costs(fn: Callable, *args: Any, **kwargs: Any) -> ModuleCosts:
       (``costs['MLP/Dense_0'].flops``) for the numbers.
 
     >>> import jax, jax.numpy as jnp
+    >>> from linen.profiling import label_scope
     >>> def f(x, w):
-    ...     with jax.named_scope('Dense_0'):
+    ...     with label_scope('Dense_0'):
     ...         return x @ w
     >>> module_costs(f, jnp.ones((4, 8)), jnp.ones((8, 2)))['Dense_0'].flops
     128.0
     """
     compiled = _compile(fn, args, kwargs)
-    try:
-        totals = compiled.cost_analysis() or {}
-        if isinstance(totals, list):
-            totals = totals[0] if totals else {}
-    except Exception:
-        totals = {}
+    totals = compiled.cost_analysis() or {}
+    if isinstance(totals, list):  # one entry per device program in older JAX
+        totals = totals[0] if totals else {}
     return costs_from_hlo_text(compiled.as_text(), totals)

@@ -11,6 +11,7 @@ the module path it names (``MLP/Dense_0``).
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -33,33 +34,7 @@ _OPERAND = re.compile(r'%([\w.\-]+)')
 _TRIP_COUNT = re.compile(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?(\d+)')
 _METADATA = re.compile(r',\s*metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
 
-# Components of a JAX name stack that name a transformation or a traced
-# function, not a scope the user opened.
-_TRANSFORM_WORDS = frozenset(
-    {
-        'jvp',
-        'transpose',
-        'vmap',
-        'pmap',
-        'xmap',
-        'remat',
-        'checkpoint',
-        'rematted_computation',
-        'while',
-        'body',
-        'cond',
-        'scan',
-        'closed_call',
-        'core_call',
-        'custom_jvp_call',
-        'custom_vjp_call',
-        'custom_vjp_call_jaxpr',
-        'shard_map',
-        'branch',
-    }
-)
-_CALL_WRAPPERS = frozenset({'jit', 'pjit', 'xla_pmap', 'xla_call', 'shard_map', 'named_call'})
-_WRAPPED = re.compile(r'^([A-Za-z_][\w]*)\((.*)\)$')
+_WRAPPED = re.compile(r'^[^()/]*\((.*)\)$')
 
 
 def _balanced_end(text: str, start: int, open_char: str, close_char: str) -> int:
@@ -201,56 +176,47 @@ def parse_hlo_module(text: str) -> HloModuleText:
     return HloModuleText(name=module_name, computations=computations, entry=entry)
 
 
-def _unwrap(component: str) -> tuple[str | None, bool]:
-    """The scope a name-stack component names (``None``: none) and whether it was wrapped.
-
-    ``transpose(jvp(MLP))`` -> ``MLP``; ``jit(apply)`` -> ``None`` (a traced
-    function, not a scope); ``while``/``body`` -> ``None``.
-    """
-    wrapped = False
+def _unwrap(component: str) -> str:
+    """The innermost name of a name-stack component: ``transpose(jvp(MLP))`` -> ``MLP``."""
     while True:
         match = _WRAPPED.match(component)
         if match is None:
-            break
-        outer, inner = match.groups()
-        if outer in _CALL_WRAPPERS:
-            return None, True
-        component, wrapped = inner, True
-    if component in _TRANSFORM_WORDS or not component:
-        return None, wrapped
-    return component, wrapped
+            return component
+        component = match.group(1)
 
 
-def module_path_from_op_name(op_name: str) -> str:
+def module_path_from_op_name(
+    op_name: str, labels: Collection[tuple[str, ...]] | None = None
+) -> str:
     """The module path an ``op_name`` names; ``''`` for an op outside any module.
 
-    The last component is the primitive (``dot_general``) and is dropped, as are
-    transformation components (``jit(f)``, ``while``, ``body``, ``checkpoint``)
-    and the wrappers that JAX puts around a scope under a transformation
-    (``transpose(jvp(MLP))`` is ``MLP``). When the backward pass of a
-    rematerialized scope repeats the enclosing scope (``transpose(jvp(MLP))/
-    jvp(MLP)/...``) the repetition is dropped.
+    The path is built from the labels linen pushed (``labels``: label paths,
+    outermost first; by default every path linen has pushed in this process):
+    walking the components of ``op_name``, a component (seen through the
+    wrappers a transformation puts around it, ``transpose(jvp(MLP))`` is
+    ``MLP``) extends the path when the extended path is one linen pushed. Every
+    other component, whatever JAX calls it (``jit(f)``, ``while``, ``body``,
+    ``eval_jaxpr``, ``checkpoint``, a repeated scope under remat), is skipped.
+    The last component, the primitive, is never part of the path.
 
-    >>> module_path_from_op_name('jit(apply)/MLP/Dense_0/dot_general')
+    >>> paths = {('MLP',), ('MLP', 'Dense_0'), ('MLP', 'Block')}
+    >>> module_path_from_op_name('jit(apply)/MLP/Dense_0/dot_general', paths)
     'MLP/Dense_0'
-    >>> module_path_from_op_name('jit(f)/transpose(jvp(MLP))/while/body/Block/mul')
+    >>> module_path_from_op_name('jit(f)/transpose(jvp(MLP))/eval_jaxpr/Block/mul', paths)
     'MLP/Block'
-    >>> module_path_from_op_name('x')
+    >>> module_path_from_op_name('jit(f)/Other/add', paths)
     ''
     """
+    if labels is None:
+        from linen.profiling._labels import emitted_label_paths
+
+        labels = emitted_label_paths()
     components = op_name.split('/')
-    if len(components) < 2:
-        return ''
-    path: list[str] = []
-    previous_wrapped = False
+    path: tuple[str, ...] = ()
     for component in components[:-1]:
-        scope, wrapped = _unwrap(component)
-        if scope is None:
-            continue
-        if wrapped and previous_wrapped and path and path[-1] == scope:
-            continue
-        path.append(scope)
-        previous_wrapped = wrapped
+        candidate = (*path, _unwrap(component))
+        if candidate in labels:
+            path = candidate
     return '/'.join(path)
 
 

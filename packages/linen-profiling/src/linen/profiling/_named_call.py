@@ -6,10 +6,8 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import jax
-
 from linen.module.dispatch import in_setup
-from linen.profiling._labels import LABELLED_ATTRIBUTE
+from linen.profiling._labels import LABELLED_ATTRIBUTE, label_scope
 from linen.profiling._naming import derive_profiling_name
 from linen.profiling._state import is_named_call_enabled
 
@@ -19,7 +17,7 @@ F = TypeVar('F', bound=Callable[..., Any])
 
 
 def named_call(class_fn: F, force: bool = True) -> F:
-    """Label a Module method in profiles with ``jax.named_call``.
+    """Label a Module method in profiles (a ``jax.named_scope`` that reports recognise).
 
     It pushes a name on JAX's name stack; it is not a transformation boundary and
     adds no HLO instructions. During ``setup`` the method runs unlabelled. The
@@ -40,7 +38,8 @@ def named_call(class_fn: F, force: bool = True) -> F:
         if (not force and not is_named_call_enabled()) or in_setup(self):
             return class_fn(self, *args, **kwargs)
         name = derive_profiling_name(self, class_fn.__name__, class_fn)
-        return jax.named_call(class_fn, name=name)(self, *args, **kwargs)
+        with label_scope(name):
+            return class_fn(self, *args, **kwargs)
 
     setattr(labelled, LABELLED_ATTRIBUTE, True)
     return labelled  # type: ignore[return-value]

@@ -12,7 +12,13 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-__all__ = ['default_profiling_name', 'derive_profiling_name', 'method_function_name']
+__all__ = [
+    'cached_profiling_name',
+    'default_profiling_name',
+    'derive_profiling_name',
+    'method_function_name',
+    'only_default_rule',
+]
 
 
 def method_function_name(method: Any, method_name: str | None = None) -> str:
@@ -50,39 +56,56 @@ def default_profiling_name(module: Any, method_name: str | None, method: Any) ->
     return f'{module_name}{suffix}'
 
 
-# (type, instance name, method name, method) -> label. A label depends on what
-# the name hook's plugins return, so the cache empties when plugins change.
+# (type, instance name, method name, method) -> label, for the default rule only:
+# it reads nothing else of the instance, so the key determines the label. A
+# user's rule may read anything (``module.path``, a field), so while one is
+# installed nothing is cached.
 _cache: dict[tuple, str] = {}
-_cache_hooked = False
 
 
-def _clear_cache() -> None:
-    _cache.clear()
+def only_default_rule() -> bool:
+    """Whether the default rule is the only ``linen_profiling_name`` implementation.
+
+    Asked when the dispatcher builds its wrapper chain, which it rebuilds
+    whenever plugins change, so per-call labelling never asks.
+    """
+    try:
+        from linen.core import get_plugin_manager
+    except ImportError:
+        return True
+    hook = getattr(get_plugin_manager().hook, 'linen_profiling_name', None)
+    if hook is None:
+        return True
+    from linen.profiling import _plugin
+
+    return all(impl.function is _plugin.linen_profiling_name for impl in hook.get_hookimpls())
 
 
-def derive_profiling_name(module: Any, method_name: str | None, method: Any) -> str:
-    """The label for a call: linen-module's name hook, or the default rule without it."""
-    global _cache_hooked
+def cached_profiling_name(module: Any, method_name: str | None, method: Any) -> str:
+    """The default rule's label, cached; only valid while :func:`only_default_rule`."""
     key = (type(module), getattr(module, 'name', None), method_name, method)
     try:
         return _cache[key]
     except KeyError:
-        pass
-    except TypeError:  # an unhashable method object: no caching
-        key = None
+        name = default_profiling_name(module, method_name, method)
+        _cache[key] = name
+        return name
+    except TypeError:  # an unhashable method object
+        return default_profiling_name(module, method_name, method)
+
+
+def derive_profiling_name(module: Any, method_name: str | None, method: Any) -> str:
+    """The label for a call: linen-module's name hook, or the default rule without it.
+
+    Asks the hook for every call, so a rule reading any attribute of the
+    instance (its path, a field) gets each instance's own label.
+    """
     try:
         from linen.module import derive_profiling_name as hook_name
     except ImportError:
         name = None
     else:
-        if not _cache_hooked:
-            from linen.core.plugin_bus import on_plugins_changed
-
-            on_plugins_changed(_clear_cache)
-            _cache_hooked = True
         name = hook_name(module, method_name, method)
     if name is None:
         name = default_profiling_name(module, method_name, method)
-    if key is not None:
-        _cache[key] = name
     return name

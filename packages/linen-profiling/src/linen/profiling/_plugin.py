@@ -28,12 +28,23 @@ def linen_exports():
 
 @hookimpl
 def linen_method_wrapper():
-    """The labelling wrapper while labels are on in this context; ``None`` when off."""
-    if not is_named_call_enabled():
-        return None
-    from linen.profiling._labels import label_method_call
+    """The labelling wrapper while labels are on in this context; ``None`` when off.
 
-    return label_method_call
+    The default rule's labels are cached; while a user's ``linen_profiling_name``
+    rule is installed the hook is asked for every call (the chain is rebuilt
+    whenever plugins change). While ``tabulate`` records in this context, the
+    recording wrapper runs too.
+    """
+    from linen.profiling import _recording
+
+    recording = _recording.is_recording()
+    if not is_named_call_enabled():
+        return _recording.record if recording else None
+    from linen.profiling import _labels
+    from linen.profiling._naming import only_default_rule
+
+    label = _labels.label_method_call if only_default_rule() else _labels.label_method_call_hooked
+    return _recording.record_then(label) if recording else label
 
 
 @hookimpl(trylast=True)

@@ -1,8 +1,8 @@
 """``tabulate``: Flax's per-call summary table, from a method wrapper that records calls.
 
-While the table is built a recording wrapper joins the dispatcher's chain (as a
-plugin on ``linen_method_wrapper``, registered only for the duration): every
-wrapped method call is recorded with its module path, class, method, input and
+While the table is built, recording is switched on in the current context
+(``_recording.py``, a ContextVar: no process-wide state, so concurrent calls do
+not mix) and the profiling plugin's method wrapper records every wrapped call with its module path, class, method, input and
 output shapes, and the label path it runs under. Parameters are counted from the
 variables ``init`` returns (abstractly, with ``jax.eval_shape``: nothing is
 computed), and FLOPs come from :func:`module_costs` of ``apply``, joined on the
@@ -11,76 +11,13 @@ label path.
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from linen.core.hookspecs import hookimpl
-from linen.profiling._naming import derive_profiling_name
+from linen.profiling._recording import recording
 from linen.profiling._report import format_table, human
 
 __all__ = ['tabulate']
-
-_records: contextvars.ContextVar[list | None] = contextvars.ContextVar(
-    'linen_tabulate_records', default=None
-)
-_label_stack: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
-    'linen_tabulate_labels', default=()
-)
-
-
-@dataclass
-class _Call:
-    path: tuple[str, ...]
-    module_type: str
-    method_name: str
-    label_path: str
-    inputs: Any
-    outputs: Any = None
-
-
-def _record(next_fn, args, kwargs, context):
-    records = _records.get()
-    if records is None:
-        return next_fn(*args, **kwargs)
-    module = context.module
-    label = derive_profiling_name(module, context.method_name, context.method)
-    labels = (*_label_stack.get(), label)
-    path = tuple(getattr(module, 'path', None) or ())
-    call = _Call(
-        path=path,
-        module_type=type(module).__name__,
-        method_name=context.method_name,
-        label_path='/'.join(labels),
-        inputs=_shapes((args, kwargs) if kwargs else args),
-    )
-    records.append(call)
-    token = _label_stack.set(labels)
-    try:
-        result = next_fn(*args, **kwargs)
-    finally:
-        _label_stack.reset(token)
-    call.outputs = _shapes(result)
-    return result
-
-
-class _RecorderPlugin:
-    @staticmethod
-    @hookimpl(tryfirst=True)
-    def linen_method_wrapper():
-        return _record if _records.get() is not None else None
-
-
-def _shapes(tree: Any) -> Any:
-    import jax
-
-    def leaf(x):
-        if hasattr(x, 'shape') and hasattr(x, 'dtype'):
-            return f'{x.dtype}[{",".join(str(d) for d in x.shape)}]'
-        return x
-
-    return jax.tree_util.tree_map(leaf, tree)
 
 
 def _describe(value: Any) -> str:
@@ -156,7 +93,6 @@ def tabulate(
     """
     import jax
 
-    from linen.core import plugin_bus
     from linen.profiling._costs import module_costs
     from linen.profiling._state import override_named_call
 
@@ -166,14 +102,8 @@ def tabulate(
     if mutable is not None:
         init_kwargs['mutable'] = mutable
 
-    records: list[_Call] = []
-    name = plugin_bus.register(_RecorderPlugin, name='linen-profiling-tabulate')
-    token = _records.set(records)
-    try:
+    with recording() as records:
         variables = jax.eval_shape(lambda r: module.init(r, *args, **init_kwargs), rngs)
-    finally:
-        _records.reset(token)
-        plugin_bus.unregister(name)
 
     flops: dict[str, float] = {}
     if compute_flops:

@@ -4,9 +4,12 @@ The trace is recorded with ``jax.profiler.trace`` into ``logdir`` (TensorBoard
 and XProf open it as they would any other). It is then read back: the device
 events of XLA programs (on CPU, thunk events on the ``/host:CPU`` plane; on GPU,
 the ``XLA Ops`` lines of the ``/device:GPU:N`` planes) carry the name of the HLO
-instruction or fusion they ran and the program id, but not the module label. The
-label is in the HLO that the profiler stores for every program in the
-``/host:metadata`` plane; joining the two gives time per module path.
+instruction or fusion they ran and the program name, but not the module label.
+The label is in the optimized HLO of the program, which :func:`profile` compiles
+itself (``jitted.lower(...).compile()``, public API) and then runs, so the
+instruction names of the trace are those of that HLO; joining the two gives time
+per module path. (The trace also stores each program's HLO as a serialized
+proto, but JAX has no public API that turns it into text.)
 """
 
 from __future__ import annotations
@@ -14,15 +17,20 @@ from __future__ import annotations
 import glob
 import os
 import tempfile
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from linen.profiling._hlo import HloModuleText, module_path_from_op_name, parse_hlo_module
+from linen.profiling._cost_model import label_shares
+from linen.profiling._hlo import module_path_from_op_name, parse_hlo_module
 from linen.profiling._report import display_path, format_table, inclusive_totals
-from linen.profiling._xla_cost import label_shares
 from linen.profiling._xplane import XEvent, XPlane, read_xspace
-from linen.profiling.errors import ProfileNoDeviceOpsError, ProfileTraceNotFoundError
+from linen.profiling.errors import (
+    ProfileNoDeviceOpsError,
+    ProfileTraceNotFoundError,
+    ProfileUnmatchedOpsWarning,
+)
 
 __all__ = ['ModuleTimes', 'TimeRow', 'profile', 'times_from_xspace']
 
@@ -46,10 +54,12 @@ class TimeRow:
 class ModuleTimes:
     """What :func:`profile` returns: op time per module path, and where the trace is.
 
-    ``hlo_source`` is ``'trace'`` when the labels came from the HLO stored in the
-    trace (the normal case) and ``'compiled'`` when the trace carried none and the
-    compiled program's HLO was used instead. A fusion's time is divided among the
-    modules whose ops it fused, in proportion to their FLOPs.
+    ``hlo_source`` says where the labels came from (``'compiled'``: the HLO of
+    the program that ran). A fusion's time is divided among the modules whose
+    ops it fused, in proportion to their FLOPs. ``unmatched_ops`` names the op
+    events of the program that its HLO does not contain (their time is under
+    path ``''``, and a :class:`~linen.profiling.errors.ProfileUnmatchedOpsWarning`
+    says so).
     """
 
     rows: tuple[TimeRow, ...]
@@ -59,6 +69,7 @@ class ModuleTimes:
     xplane_path: str
     program: str
     hlo_source: str
+    unmatched_ops: tuple[str, ...] = ()
 
     def __getitem__(self, path: str) -> TimeRow:
         for row in self.rows:
@@ -92,36 +103,6 @@ class ModuleTimes:
             ['module', 'ms/step', 'own ms/step', '% time', 'op events'],
             body,
         )
-
-
-def _hlo_modules(planes: list[XPlane]) -> dict[int | str, HloModuleText]:
-    """HLO modules carried by the trace, by program id and by module name."""
-    from jaxlib import _hlo
-
-    from linen.profiling._xplane import _fields
-
-    found: dict[int | str, HloModuleText] = {}
-    for plane in planes:
-        if plane.name != '/host:metadata':
-            continue
-        for name, stats in plane.event_metadata.items():
-            proto = stats.get('Hlo Proto', stats.get('hlo_proto'))
-            if not isinstance(proto, bytes):
-                continue
-            # HloProto: field 1 is the HloModuleProto.
-            module_proto = next((raw for n, _, raw in _fields(proto) if n == 1), None)
-            if module_proto is None:
-                continue
-            try:
-                text = _hlo.HloModule.from_serialized_hlo_module_proto(module_proto).to_string()
-            except Exception:
-                continue
-            module = parse_hlo_module(text)
-            program_id = stats.get('program_id')
-            if isinstance(program_id, int):
-                found[program_id] = module
-            found[module.name or name.split('(')[0]] = module
-    return found
 
 
 def _op_events(planes: list[XPlane]) -> list[tuple[XEvent, float]]:
@@ -164,42 +145,45 @@ def times_from_xspace(
     program: str,
     *,
     steps: int,
+    hlo_text: str,
     logdir: str = '',
     xplane_path: str = '',
-    fallback_hlo_text: str | None = None,
 ) -> ModuleTimes:
-    """Time per module path of ``program`` (an HLO module name) in a serialized XSpace."""
+    """Time per module path of ``program`` (an HLO module name) in a serialized XSpace.
+
+    ``hlo_text`` is the optimized HLO of the program that ran
+    (``compiled.as_text()``); its ``op_name`` labels give the module paths.
+    """
     planes = read_xspace(data)
-    modules = _hlo_modules(planes)
-    source = 'trace'
+    module = parse_hlo_module(hlo_text)
+    unmatched: dict[str, None] = {}
     own: dict[str, list[float]] = {}
     counts: dict[str, int] = {}
     seen_programs = []
     matched = 0
-    shares_cache: dict[tuple[int, str], dict[str, float]] = {}
-    fallback = parse_hlo_module(fallback_hlo_text) if fallback_hlo_text else None
+    shares_cache: dict[str, dict[str, float]] = {}
     for event, seconds in _op_events(planes):
         module_name = event.stats.get('hlo_module', '')
         seen_programs.append(str(module_name))
         if module_name != program:
             continue
-        module = modules.get(event.stats.get('program_id', -1)) or modules.get(module_name)
-        if module is None:
-            module, source = fallback, 'compiled'
         op = event.stats.get('hlo_op') or event.name
-        key = (id(module), op)
-        if key not in shares_cache:
-            instruction = module.instruction(op) if module is not None else None
-            shares_cache[key] = (
+        if op not in shares_cache:
+            instruction = module.instruction(op)
+            if instruction is None:
+                unmatched[op] = None
+            shares_cache[op] = (
                 label_shares(module, instruction) if instruction is not None else {'': 1.0}
             )
-        for op_name, share in shares_cache[key].items():
+        for op_name, share in shares_cache[op].items():
             path = module_path_from_op_name(op_name)
             own.setdefault(path, [0.0])[0] += seconds * share
             counts[path] = counts.get(path, 0) + 1
         matched += 1
     if not matched:
         raise ProfileNoDeviceOpsError(program, xplane_path, seen_programs)
+    if unmatched:
+        warnings.warn(ProfileUnmatchedOpsWarning(program, tuple(unmatched)), stacklevel=2)
     inclusive = inclusive_totals(own, 1)
     rows = tuple(
         TimeRow(
@@ -217,7 +201,8 @@ def times_from_xspace(
         logdir=logdir,
         xplane_path=xplane_path,
         program=program,
-        hlo_source=source,
+        hlo_source='compiled',
+        unmatched_ops=tuple(unmatched),
     )
 
 
@@ -267,16 +252,19 @@ def profile(
     import jax
 
     jitted = fn if hasattr(fn, 'lower') else jax.jit(fn)
-    compiled_text = jitted.lower(*args, **kwargs).compile().as_text()
+    # The compiled object itself runs, so the trace's instruction names are
+    # those of the HLO read here.
+    compiled = jitted.lower(*args, **kwargs).compile()
+    compiled_text = compiled.as_text()
     program = parse_hlo_module(compiled_text).name
     logdir = os.fspath(logdir) if logdir is not None else tempfile.mkdtemp(prefix='linen-profile-')
     for _ in range(warmup):
-        jax.block_until_ready(jitted(*args, **kwargs))
+        jax.block_until_ready(compiled(*args, **kwargs))
     started = time.time()
     with jax.profiler.trace(logdir):
         for step in range(steps):
             with jax.profiler.StepTraceAnnotation('linen_profile', step_num=step):
-                jax.block_until_ready(jitted(*args, **kwargs))
+                jax.block_until_ready(compiled(*args, **kwargs))
     xplane_path = _newest_xplane(logdir, started)
     with open(xplane_path, 'rb') as handle:
         data = handle.read()
@@ -286,7 +274,7 @@ def profile(
         steps=steps,
         logdir=logdir,
         xplane_path=xplane_path,
-        fallback_hlo_text=compiled_text,
+        hlo_text=compiled_text,
     )
     if print_table:
         print(times)

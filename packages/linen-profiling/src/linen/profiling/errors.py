@@ -5,6 +5,8 @@ from __future__ import annotations
 from linen.core.errors import LinenError
 
 __all__ = [
+    'ProfileUnmatchedOpsWarning',
+    'UncostedInstructionWarning',
     'ProfileTraceNotFoundError',
     'ProfileNoDeviceOpsError',
 ]
@@ -42,3 +44,50 @@ class ProfileNoDeviceOpsError(LinenError, RuntimeError):
             f'(it only returns its inputs), or the profiler did not record device activity; '
             f'profile a function that computes something, with steps >= 1.'
         )
+
+
+class UncostedInstructionWarning(UserWarning):
+    """Some HLO instructions have no known cost; the FLOPs reported are a lower bound.
+
+    Raised as a warning by :func:`module_costs` (and the reports built on it)
+    when the optimized program holds an instruction whose cost cannot be
+    computed from its shapes, e.g. a ``custom-call`` to a backend library. The
+    instructions are listed in ``ModuleCosts.uncosted``.
+    """
+
+    def __init__(self, instructions: tuple[str, ...] | list[str] = ()):
+        self.instructions = tuple(instructions)
+        shown = ', '.join(self.instructions[:8])
+        more = f' and {len(self.instructions) - 8} more' if len(self.instructions) > 8 else ''
+        super().__init__(
+            f'No cost is known for {len(self.instructions)} HLO instruction(s): {shown}{more}. '
+            f'They count as 0 in the report, so its FLOPs and bytes are lower bounds; '
+            f'ModuleCosts.uncosted lists them. Compare with ModuleCosts.xla_totals, '
+            f"XLA's own totals for the whole program."
+        )
+
+    def __reduce__(self):
+        return (type(self), (self.instructions,))
+
+
+class ProfileUnmatchedOpsWarning(UserWarning):
+    """Op events of the profiled program name instructions its HLO does not have.
+
+    Their time is reported under path ``''`` (outside any module) and listed in
+    ``ModuleTimes.unmatched_ops``; the HLO given is not that of the program that
+    ran (a different compilation of the same function).
+    """
+
+    def __init__(self, program: str = '', ops: tuple[str, ...] | list[str] = ()):
+        self.program = program
+        self.ops = tuple(ops)
+        shown = ', '.join(self.ops[:8])
+        super().__init__(
+            f'{len(self.ops)} op event(s) of program {program!r} name no instruction of '
+            f"the HLO used to label them ({shown}); their time is under path ''. Pass "
+            f'the HLO of the executable that ran (compiled.as_text() of the object '
+            f'whose calls were traced).'
+        )
+
+    def __reduce__(self):
+        return (type(self), (self.program, self.ops))

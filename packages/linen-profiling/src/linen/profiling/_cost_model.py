@@ -1,0 +1,415 @@
+"""FLOPs and bytes of every HLO instruction, computed from the optimized HLO text.
+
+``compiled.cost_analysis()`` gives totals for a whole program, and JAX has no
+public API that costs one instruction. So the cost of each instruction is
+computed here from its shapes, with the conventions of XLA's ``HloCostAnalysis``
+(one FLOP per output element of an elementwise op, transcendental functions
+counted apart, ``2 * M * N * K`` for a dot, one FLOP per element folded by a
+reduction). Tests check the sums against ``compiled.cost_analysis()``.
+
+An instruction this model cannot cost (a ``custom-call`` to an unknown target,
+say) is not counted as zero: it is listed in :attr:`ModuleCosts.uncosted` and a
+:class:`~linen.profiling.errors.UncostedInstructionWarning` names it.
+
+Inside a fusion every fused instruction is costed on its own, so a fusion that
+mixes the ops of two modules gives each its own FLOPs; the fusion's memory
+traffic (bytes accessed, counted at the fusion's boundary) is divided among the
+labels inside it in proportion to their FLOPs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from linen.profiling._hlo import HloComputation, HloInstruction, HloModuleText
+
+__all__ = ['InstructionCost', 'instruction_costs', 'label_shares', 'shape_bytes']
+
+# Opcodes whose cost is that of the computations they run, which we descend into.
+_CONTROL_FLOW = frozenset({'while', 'conditional', 'call', 'async-start'})
+# Opcodes that move no data and compute nothing (views, bookkeeping).
+_FREE = frozenset(
+    {
+        'parameter',
+        'constant',
+        'tuple',
+        'get-tuple-element',
+        'bitcast',
+        'after-all',
+        'partition-id',
+        'replica-id',
+        'opt-barrier',
+        'add-dependency',
+        'async-done',
+        'async-update',
+        'copy-done',
+        'recv-done',
+        'send-done',
+        'all-reduce-done',
+        'all-gather-done',
+        'collective-permute-done',
+        'domain',
+    }
+)
+# Elementwise ops XLA counts as transcendentals (one per output element).
+_TRANSCENDENTAL = frozenset(
+    {
+        'exponential',
+        'exponential-minus-one',
+        'log',
+        'log-plus-one',
+        'logistic',
+        'tanh',
+        'sine',
+        'cosine',
+        'tan',
+        'atan2',
+        'power',
+        'sqrt',
+        'rsqrt',
+        'cbrt',
+        'erf',
+    }
+)
+# Elementwise ops that cost one FLOP per output element.
+_ELEMENTWISE = frozenset(
+    {
+        'add',
+        'subtract',
+        'multiply',
+        'divide',
+        'remainder',
+        'maximum',
+        'minimum',
+        'negate',
+        'abs',
+        'sign',
+        'floor',
+        'ceil',
+        'round-nearest-afz',
+        'round-nearest-even',
+        'compare',
+        'select',
+        'clamp',
+        'and',
+        'or',
+        'xor',
+        'not',
+        'shift-left',
+        'shift-right-arithmetic',
+        'shift-right-logical',
+        'convert',
+        'is-finite',
+        'real',
+        'imag',
+        'complex',
+        'popcnt',
+        'count-leading-zeros',
+        'stochastic-convert',
+        'reduce-precision',
+        'map',
+    }
+)
+# Ops that only move data: bytes in and out, no FLOPs.
+_MOVES = frozenset(
+    {
+        'copy',
+        'copy-start',
+        'transpose',
+        'reshape',
+        'broadcast',
+        'slice',
+        'dynamic-slice',
+        'dynamic-update-slice',
+        'concatenate',
+        'pad',
+        'reverse',
+        'gather',
+        'iota',
+        'rng',
+        'rng-bit-generator',
+        'rng-get-and-update-state',
+        'all-gather',
+        'all-gather-start',
+        'all-to-all',
+        'collective-permute',
+        'collective-permute-start',
+        'send',
+        'recv',
+        'infeed',
+        'outfeed',
+        'bitcast-convert',
+        'set-dimension-size',
+        'get-dimension-size',
+        'sort',
+        'scatter',
+        'select-and-scatter',
+        'fft',
+        'triangular-solve',
+        'cholesky',
+    }
+)
+_ARRAY = re.compile(r'\b(pred|token|[subfc]\d+(?:e\d+m\d+\w*)?|bf16)\[([\d,]*)\]')
+_DTYPE_BITS = {'pred': 8, 'token': 0, 'bf16': 16}
+_DIMS = re.compile(r'(lhs_contracting_dims|rhs_contracting_dims|dimensions)=\{([\d,]*)\}')
+_WINDOW_SIZE = re.compile(r'window=\{[^}]*size=([\dx]+)')
+_DIM_LABELS = re.compile(r'dim_labels=([\w?]+)_([\w?]+)->([\w?]+)')
+_GROUPS = re.compile(r'feature_group_count=(\d+)')
+
+
+@dataclass(frozen=True)
+class InstructionCost:
+    """The cost of one instruction, times how often it runs.
+
+    ``op_name`` is the label the cost belongs to; ``kind`` is ``'op'`` for a
+    top-level instruction, ``'fused'`` for an instruction inside a fusion (which
+    carries FLOPs and transcendentals but no bytes: the fusion's bytes are
+    counted once, on the fusion, as ``'fusion'``). ``costed`` is ``False`` for
+    an instruction whose cost is unknown (its numbers are then zero and it is
+    listed as uncosted, never silently counted as free).
+    """
+
+    instruction: str
+    opcode: str
+    op_name: str
+    kind: str
+    flops: float
+    transcendentals: float
+    bytes_accessed: float
+    multiplier: int
+    costed: bool = True
+
+
+def _arrays(shape: str) -> list[tuple[int, float]]:
+    """``(elements, bytes per element)`` of every array in an HLO shape string."""
+    result = []
+    for dtype, dims in _ARRAY.findall(shape):
+        bits = _DTYPE_BITS.get(dtype)
+        if bits is None:
+            digits = re.match(r'[subfc](\d+)', dtype)
+            bits = int(digits.group(1)) if digits else 0
+        elements = math.prod(int(d) for d in dims.split(',') if d) if dims else 1
+        result.append((elements, bits / 8))
+    return result
+
+
+def shape_elements(shape: str) -> int:
+    """Elements of every array in an HLO shape (``f32[8,4]{1,0}`` -> 32)."""
+    return sum(elements for elements, _ in _arrays(shape))
+
+
+def shape_bytes(shape: str) -> float:
+    """Bytes of every array in an HLO shape (``f32[8,4]{1,0}`` -> 128)."""
+    return sum(elements * size for elements, size in _arrays(shape))
+
+
+def _dims(instruction: HloInstruction, key: str) -> tuple[int, ...]:
+    for name, values in _DIMS.findall(instruction.attributes):
+        if name == key:
+            return tuple(int(v) for v in values.split(',') if v)
+    return ()
+
+
+def _dims_of(shape: str) -> tuple[int, ...]:
+    match = _ARRAY.search(shape)
+    if match is None:
+        return ()
+    return tuple(int(d) for d in match.group(2).split(',') if d)
+
+
+def _operand_shape(computation: HloComputation, instruction: HloInstruction, index: int) -> str:
+    if index >= len(instruction.operands):
+        raise LookupError(f'{instruction.name} has no operand {index}')
+    source = computation.instructions.get(instruction.operands[index])
+    if source is None:
+        raise LookupError(f'operand {instruction.operands[index]} of {instruction.name}')
+    return source.shape
+
+
+def _reducer_flops(module: HloModuleText, instruction: HloInstruction) -> tuple[float, float]:
+    """FLOPs and transcendentals of one application of a reduction's ``to_apply``."""
+    flops = transcendentals = 0.0
+    for name in instruction.called:
+        computation = module.computations.get(name)
+        if computation is None:
+            continue
+        for inner in computation.instructions.values():
+            if inner.opcode in _TRANSCENDENTAL:
+                transcendentals += 1
+            elif inner.opcode in _ELEMENTWISE:
+                flops += 1
+    return flops, transcendentals
+
+
+def _arithmetic(
+    module: HloModuleText, computation: HloComputation, instruction: HloInstruction
+) -> tuple[float, float] | None:
+    """``(flops, transcendentals)`` of one instruction; ``None`` when it cannot be costed."""
+    opcode = instruction.opcode
+    if opcode in _FREE or opcode in _MOVES:
+        return 0.0, 0.0
+    out = shape_elements(instruction.shape)
+    if opcode in _TRANSCENDENTAL:
+        return 0.0, float(out)
+    if opcode in _ELEMENTWISE:
+        return float(out), 0.0
+    if opcode == 'dot':
+        lhs = _dims_of(_operand_shape(computation, instruction, 0))
+        contracted = math.prod(lhs[d] for d in _dims(instruction, 'lhs_contracting_dims'))
+        return 2.0 * out * contracted, 0.0
+    if opcode == 'convolution':
+        window = _WINDOW_SIZE.search(instruction.attributes)
+        taps = math.prod(int(s) for s in window.group(1).split('x')) if window else 1
+        labels = _DIM_LABELS.search(instruction.attributes)
+        kernel = _dims_of(_operand_shape(computation, instruction, 1))
+        if labels is None or 'i' not in labels.group(2):
+            return None
+        in_features = kernel[labels.group(2).index('i')]
+        # An upper bound with padding: XLA skips taps that fall on padding.
+        return 2.0 * out * taps * in_features, 0.0
+    if opcode in ('reduce', 'all-reduce', 'all-reduce-start', 'reduce-scatter'):
+        half = max(len(instruction.operands) // 2, 1) if opcode == 'reduce' else 1
+        inputs = sum(
+            shape_elements(_operand_shape(computation, instruction, i)) for i in range(half)
+        )
+        per_input_out = out / max(half, 1) if opcode == 'reduce' else out
+        folds = max(inputs / half - per_input_out, 0.0) if opcode == 'reduce' else inputs
+        flops, transcendentals = _reducer_flops(module, instruction)
+        return folds * max(flops, 1.0) * 1.0, folds * transcendentals
+    if opcode == 'reduce-window':
+        window = _WINDOW_SIZE.search(instruction.attributes)
+        taps = math.prod(int(s) for s in window.group(1).split('x')) if window else 1
+        flops, transcendentals = _reducer_flops(module, instruction)
+        return out * taps * max(flops, 1.0), out * taps * transcendentals
+    return None
+
+
+def _io_bytes(computation: HloComputation, instruction: HloInstruction) -> float:
+    total = shape_bytes(instruction.shape)
+    for name in dict.fromkeys(instruction.operands):
+        source = computation.instructions.get(name)
+        if source is not None:
+            total += shape_bytes(source.shape)
+    return total
+
+
+def instruction_costs(module: HloModuleText) -> Iterator[InstructionCost]:
+    """The cost of every executed instruction of ``module``, with its label.
+
+    Instructions inside ``while`` bodies count ``known_trip_count`` times (once
+    when XLA does not know the count); every branch of a ``conditional`` counts
+    once, so for conditionals the result is an upper bound.
+    """
+    yield from _walk(module, module.computations[module.entry], 1)
+
+
+def _walk(
+    module: HloModuleText, computation: HloComputation, multiplier: int
+) -> Iterator[InstructionCost]:
+    for instruction in computation.instructions.values():
+        if instruction.opcode in _FREE:
+            continue
+        if instruction.opcode in _CONTROL_FLOW and instruction.called:
+            inner = multiplier
+            if instruction.opcode == 'while':
+                inner = multiplier * (instruction.trip_count or 1)
+            for name in instruction.called:
+                callee = module.computations.get(name)
+                if callee is not None:
+                    yield from _walk(module, callee, inner)
+            continue
+        if instruction.opcode == 'fusion':
+            fused = list(_walk_fused(module, instruction, multiplier, instruction.op_name))
+            bytes_accessed = _io_bytes(computation, instruction) * multiplier
+            for op_name, share in _shares(fused, instruction.op_name).items():
+                yield InstructionCost(
+                    instruction=instruction.name,
+                    opcode=instruction.opcode,
+                    op_name=op_name,
+                    kind='fusion',
+                    flops=0.0,
+                    transcendentals=0.0,
+                    bytes_accessed=bytes_accessed * share,
+                    multiplier=multiplier,
+                )
+            yield from fused
+            continue
+        arithmetic = _arithmetic(module, computation, instruction)
+        flops, transcendentals = arithmetic if arithmetic is not None else (0.0, 0.0)
+        yield InstructionCost(
+            instruction=instruction.name,
+            opcode=instruction.opcode,
+            op_name=instruction.op_name,
+            kind='op',
+            flops=flops * multiplier,
+            transcendentals=transcendentals * multiplier,
+            bytes_accessed=_io_bytes(computation, instruction) * multiplier,
+            multiplier=multiplier,
+            costed=arithmetic is not None,
+        )
+
+
+def _walk_fused(
+    module: HloModuleText, fusion: HloInstruction, multiplier: int, fallback_op_name: str
+) -> Iterator[InstructionCost]:
+    for name in fusion.called:
+        fused = module.computations.get(name)
+        if fused is None:
+            continue
+        for instruction in fused.instructions.values():
+            if instruction.opcode in _FREE:
+                continue
+            op_name = instruction.op_name or fallback_op_name
+            if instruction.opcode == 'fusion':
+                yield from _walk_fused(module, instruction, multiplier, op_name)
+                continue
+            arithmetic = _arithmetic(module, fused, instruction)
+            if arithmetic is not None and not any(arithmetic):
+                continue
+            flops, transcendentals = arithmetic if arithmetic is not None else (0.0, 0.0)
+            yield InstructionCost(
+                instruction=instruction.name,
+                opcode=instruction.opcode,
+                op_name=op_name,
+                kind='fused',
+                flops=flops * multiplier,
+                transcendentals=transcendentals * multiplier,
+                bytes_accessed=0.0,
+                multiplier=multiplier,
+                costed=arithmetic is not None,
+            )
+
+
+def _shares(fused: list[InstructionCost], fallback_op_name: str) -> dict[str, float]:
+    """How a fusion's boundary cost (bytes, time) divides among the labels inside it.
+
+    XLA gives a fusion one label, often that of its root (a ``reduce_sum`` that
+    absorbed a module's matmul is labelled ``reduce_sum``). Splitting in
+    proportion to the fused instructions' FLOPs (plus transcendentals) puts the
+    cost where the work is; a fusion without arithmetic keeps its own label.
+    """
+    weights: dict[str, float] = {}
+    for cost in fused:
+        weight = cost.flops + cost.transcendentals
+        if weight > 0:
+            weights[cost.op_name] = weights.get(cost.op_name, 0.0) + weight
+    total = sum(weights.values())
+    if total <= 0:
+        return {fallback_op_name: 1.0}
+    return {op_name: weight / total for op_name, weight in weights.items()}
+
+
+def label_shares(module: HloModuleText, instruction: HloInstruction) -> dict[str, float]:
+    """``{op_name: fraction}``: how the time of one executed instruction divides among labels.
+
+    A fusion divides as :func:`_shares` says; any other instruction belongs to its
+    own label.
+    """
+    if instruction.opcode != 'fusion':
+        return {instruction.op_name: 1.0}
+    return _shares(
+        list(_walk_fused(module, instruction, 1, instruction.op_name)), instruction.op_name
+    )

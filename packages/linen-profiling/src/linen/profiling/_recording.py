@@ -1,0 +1,123 @@
+"""Recording Module method calls for ``tabulate``: context-local, no process-wide state.
+
+While :func:`recording` is active in a context (a ``ContextVar``: each thread and
+asyncio task has its own), the profiling plugin's method wrapper records every
+wrapped call: module path, class, method, input and output shapes, and the label
+path it runs under. Nothing is registered or unregistered per call, so two
+``tabulate`` calls in two threads do not see each other's records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from linen.profiling._naming import derive_profiling_name
+
+__all__ = ['Call', 'is_recording', 'record', 'recording', 'record_then']
+
+_records: contextvars.ContextVar[list | None] = contextvars.ContextVar(
+    'linen_tabulate_records', default=None
+)
+_label_stack: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
+    'linen_tabulate_labels', default=()
+)
+
+
+@dataclass
+class Call:
+    """One recorded method call."""
+
+    path: tuple[str, ...]
+    module_type: str
+    method_name: str
+    label_path: str
+    inputs: Any
+    outputs: Any = None
+    module: Any = None
+
+
+def is_recording() -> bool:
+    return _records.get() is not None
+
+
+def _invalidate() -> None:
+    from linen.module import invalidate_method_wrappers
+
+    invalidate_method_wrappers()
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[Call]]:
+    """Record the wrapped method calls made in this context inside the block."""
+    records: list[Call] = []
+    token = _records.set(records)
+    _invalidate()
+    try:
+        yield records
+    finally:
+        _records.reset(token)
+        _invalidate()
+
+
+def shapes(tree: Any) -> Any:
+    """``tree`` with every array replaced by ``'float32[2,3]'``-style text."""
+    import jax
+
+    def leaf(x):
+        if hasattr(x, 'shape') and hasattr(x, 'dtype'):
+            return f'{x.dtype}[{",".join(str(d) for d in x.shape)}]'
+        return x
+
+    return jax.tree_util.tree_map(leaf, tree)
+
+
+def record(next_fn, args, kwargs, context):
+    """A ``linen_method_wrapper`` that records the call while :func:`recording` is active."""
+    records = _records.get()
+    if records is None:
+        return next_fn(*args, **kwargs)
+    module = context.module
+    label = derive_profiling_name(module, context.method_name, context.method)
+    labels = (*_label_stack.get(), label)
+    call = Call(
+        path=tuple(getattr(module, 'path', None) or ()),
+        module_type=type(module).__name__,
+        method_name=context.method_name,
+        label_path='/'.join(labels),
+        inputs=shapes((args, kwargs) if kwargs else args),
+        module=module,
+    )
+    records.append(call)
+    token = _label_stack.set(labels)
+    try:
+        result = next_fn(*args, **kwargs)
+    finally:
+        _label_stack.reset(token)
+    call.outputs = shapes(result)
+    return result
+
+
+_combined: dict[Any, Any] = {}
+
+
+def record_then(wrapper):
+    """One wrapper that records, then runs ``wrapper`` (the same object for the same wrapper).
+
+    The identity matters: lifted ``nn.jit`` keys its trace cache on the active
+    wrappers.
+    """
+    combined = _combined.get(wrapper)
+    if combined is None:
+
+        def combined(next_fn, args, kwargs, context):
+            def inner(*a, **k):
+                return wrapper(next_fn, a, k, context)
+
+            return record(inner, args, kwargs, context)
+
+        _combined[wrapper] = combined
+    return combined
