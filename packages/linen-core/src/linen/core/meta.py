@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import abc
 import functools
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -42,6 +43,7 @@ __all__ = [
     'get_sharding',
     'global_mesh_defined',
     'is_axis_metadata',
+    'legacy_physical_mesh',
     'map_axis_meta',
     'remove_axis',
     'replace_boxed',
@@ -119,30 +121,48 @@ def remove_axis(tree: Any, index: int, params: Mapping[str, Any]) -> Any:
     return map_axis_meta(lambda box: box.remove_axis(index, params), tree)
 
 
-def _legacy_physical_mesh() -> Mesh | None:
-    # The pre-`jax.set_mesh` context (`with mesh:`) lives in a private module; when a
-    # JAX release removes it, only the new API is consulted.
-    try:
-        from jax._src import mesh as mesh_lib
+def _load_legacy_resources() -> Any:
+    # `with mesh:` (the pre-`jax.set_mesh` context) is visible through no
+    # non-deprecated public API: `jax.sharding.get_abstract_mesh()` stays empty inside
+    # it on jax 0.10 and 0.12 alike. `jax.interpreters.pxla.thread_resources` is public
+    # but deprecated (accessing it warns), so it is read once here, with that one
+    # warning silenced, and the thread-local object is kept. A JAX release that drops
+    # it leaves `jax.set_mesh` as the only context consulted.
+    from jax.interpreters import pxla
 
-        physical = mesh_lib.thread_resources.env.physical_mesh
-    except (ImportError, AttributeError):
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', DeprecationWarning)
+        return getattr(pxla, 'thread_resources', None)
+
+
+_LEGACY_RESOURCES = _load_legacy_resources()
+
+
+def legacy_physical_mesh() -> Mesh | None:
+    """The mesh of an enclosing legacy ``with mesh:`` block, or ``None``."""
+    env = getattr(_LEGACY_RESOURCES, 'env', None)
+    physical = getattr(env, 'physical_mesh', None)
+    if physical is None or physical.empty:
         return None
-    return None if physical.empty else physical
+    return physical
 
 
 def get_global_mesh() -> Mesh | None:
-    """The mesh set by ``jax.set_mesh`` (or the legacy ``with mesh:``), or ``None``."""
-    if not jax.sharding.get_abstract_mesh().empty:
+    """The mesh set by ``jax.set_mesh`` (or the legacy ``with mesh:``), or ``None``.
+
+    Under ``jax.set_mesh`` this is the concrete mesh when JAX has one, else the
+    abstract mesh (e.g. inside ``jax.sharding.use_abstract_mesh``).
+    """
+    abstract = jax.sharding.get_abstract_mesh()
+    if not abstract.empty:
         mesh = jax.sharding.get_mesh()
-        if not getattr(mesh, 'empty', True):
-            return mesh
-    return _legacy_physical_mesh()
+        return abstract if getattr(mesh, 'empty', True) else mesh
+    return legacy_physical_mesh()
 
 
 def global_mesh_defined() -> bool:
     """True inside ``jax.set_mesh(...)``/``with mesh:``, where bare PartitionSpecs apply."""
-    return not jax.sharding.get_abstract_mesh().empty or _legacy_physical_mesh() is not None
+    return not jax.sharding.get_abstract_mesh().empty or legacy_physical_mesh() is not None
 
 
 def _hashable_names(names) -> tuple:
