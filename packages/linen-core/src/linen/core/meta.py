@@ -22,6 +22,7 @@ P('data', None)
 from __future__ import annotations
 
 import abc
+import contextvars
 import functools
 import warnings
 from collections.abc import Callable, Mapping
@@ -38,6 +39,7 @@ __all__ = [
     'AxisMetadata',
     'Partitioned',
     'add_axis',
+    'current_variable_path',
     'get_global_mesh',
     'get_partition_spec',
     'get_sharding',
@@ -275,14 +277,37 @@ def get_partition_spec(tree: Any) -> Any:
     return jax.tree_util.tree_map(spec, tree, is_leaf=is_axis_metadata)
 
 
+def _key_text(key: Any) -> str:
+    for attr in ('key', 'name', 'idx'):
+        if hasattr(key, attr):
+            return str(getattr(key, attr))
+    return str(key)
+
+
+# The tree path of the variable being mapped by get_sharding, so that a box's
+# complaint (a bad rule, a rank mismatch) can name the parameter it belongs to.
+_VARIABLE_PATH: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    'linen_variable_path', default=None
+)
+
+
+def current_variable_path() -> str | None:
+    """The path (``params/Dense_0/kernel``) of the box ``get_sharding`` is mapping, if any."""
+    return _VARIABLE_PATH.get()
+
+
 def get_sharding(tree: Any, mesh: Mesh) -> Any:
     """Maps boxes to their ``NamedSharding`` on ``mesh``, other arrays to replicated."""
 
-    def sharding(x):
+    def sharding(key_path, x):
         if is_axis_metadata(x) and hasattr(x, 'get_sharding'):
-            return x.get_sharding(mesh)
+            token = _VARIABLE_PATH.set('/'.join(_key_text(k) for k in key_path))
+            try:
+                return x.get_sharding(mesh)
+            finally:
+                _VARIABLE_PATH.reset(token)
         if hasattr(x, 'shape'):
             return NamedSharding(mesh, PartitionSpec())
         return None
 
-    return jax.tree_util.tree_map(sharding, tree, is_leaf=is_axis_metadata)
+    return jax.tree_util.tree_map_with_path(sharding, tree, is_leaf=is_axis_metadata)

@@ -44,7 +44,12 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from linen.core import struct
 from linen.core.config import config
 from linen.core.errors import LogicalAxisRulesError, LogicalAxisRulesWarning
-from linen.core.meta import Partitioned, get_global_mesh, global_mesh_defined
+from linen.core.meta import (
+    Partitioned,
+    current_variable_path,
+    get_global_mesh,
+    global_mesh_defined,
+)
 
 __all__ = [
     'LogicallyPartitioned',
@@ -107,6 +112,7 @@ def strict_logical_rules() -> bool:
 
 
 def _where(path: str | None) -> str:
+    path = path or current_variable_path()
     return f' at "{path}"' if path else ''
 
 
@@ -196,6 +202,7 @@ def _mesh_axes_of(axes: Any) -> tuple:
 
 def _assign(names: tuple, rules: tuple, path: str | None) -> list:
     """One mesh assignment per dimension, ``_UNASSIGNED`` where no rule applied."""
+    path = path or current_variable_path()
     counts = collections.Counter(n for n in names if isinstance(n, str))
     dups = tuple(n for n, c in counts.items() if c > 1)
     if dups:
@@ -226,23 +233,35 @@ def _assign(names: tuple, rules: tuple, path: str | None) -> list:
     return result
 
 
-def _check_mesh_axes(spec: PartitionSpec, mesh: Any, path: str | None, names: tuple) -> None:
+def _check_mesh_axes(
+    spec: PartitionSpec, mesh: Any, path: str | None, names: tuple
+) -> PartitionSpec:
+    """``spec`` without mesh axes the mesh lacks (after warning; strict mode raises)."""
+    path = path or current_variable_path()
     if mesh is None:
-        return
+        return spec
     known = set(mesh.axis_names)
+    entries = []
     for entry in spec:
-        for axis in _mesh_axes_of(entry):
-            if axis not in known:
-                _problem(
-                    ('mesh-axis', axis, path, tuple(mesh.axis_names)),
-                    f'Mesh axis {axis!r} (for logical names {names}{_where(path)}) does not '
-                    f'exist in the mesh, whose axes are {tuple(mesh.axis_names)}. Fix the '
-                    'rule or the mesh.',
-                )
+        axes = _mesh_axes_of(entry)
+        missing = [a for a in axes if a not in known]
+        for axis in missing:
+            _problem(
+                ('mesh-axis', axis, path, tuple(mesh.axis_names)),
+                f'Mesh axis {axis!r} (for logical names {names}{_where(path)}) does not '
+                f'exist in the mesh, whose axes are {tuple(mesh.axis_names)}; that dimension '
+                'is replicated. Fix the rule or the mesh.',
+            )
+        if missing:
+            kept = tuple(a for a in axes if a in known)
+            entry = kept[0] if len(kept) == 1 else (kept or None)
+        entries.append(entry)
+    return PartitionSpec(*entries)
 
 
 def _check_rank(names: tuple, shape: tuple | None, path: str | None) -> bool:
     """False (after warning, or raising in strict mode) when the ranks differ."""
+    path = path or current_variable_path()
     if shape is None or len(names) == len(shape):
         return True
     _problem(
@@ -308,7 +327,7 @@ def logical_to_mesh_sharding(tree: Any, mesh: Mesh, rules: LogicalRules | None =
             return spec
         path = _path_text(kp)
         mesh_spec = logical_to_mesh_axes(tuple(spec), rules, path=path)
-        _check_mesh_axes(mesh_spec, mesh, path, tuple(spec))
+        mesh_spec = _check_mesh_axes(mesh_spec, mesh, path, tuple(spec))
         return NamedSharding(mesh, mesh_spec)
 
     return jax.tree_util.tree_map_with_path(one, tree, is_leaf=_is_spec)
@@ -366,7 +385,7 @@ def _constrain_one(
         if fallback == RulesFallback.NO_CONSTRAINT:
             return x
     mesh_spec = PartitionSpec(*(None if a is _UNASSIGNED else a for a in assigned))
-    _check_mesh_axes(mesh_spec, mesh if mesh is not None else context_mesh, None, names)
+    mesh_spec = _check_mesh_axes(mesh_spec, mesh if mesh is not None else context_mesh, None, names)
     return _constrain(x, mesh_spec, mesh)
 
 
@@ -448,7 +467,7 @@ class LogicallyPartitioned(Partitioned):
             )
         _check_rank(self.names, getattr(self.value, 'shape', None), None)
         spec = self.get_mesh_partition_spec()
-        _check_mesh_axes(spec, mesh, None, self.names)
+        spec = _check_mesh_axes(spec, mesh, None, self.names)
         return NamedSharding(mesh, spec)
 
     def unbox(self, apply_constraint: bool = True) -> Any:
