@@ -16,7 +16,7 @@ from jax.sharding import PartitionSpec as P
 
 import linen.nn as linen_nn
 from linen.core import spmd
-from linen.core.errors import LogicalAxisRulesWarning
+from linen.core.spmd import LogicalAxisRulesWarning
 from linen.nn import partitioning as linen_partitioning
 
 pytestmark = pytest.mark.flax

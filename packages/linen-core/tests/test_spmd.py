@@ -10,7 +10,7 @@ import pytest
 from jax.sharding import PartitionSpec as P
 
 from linen.core import meta, spmd
-from linen.core.errors import LogicalAxisRulesWarning
+from linen.core.spmd import LogicalAxisRulesWarning
 
 RULES = (
     ('batch', 'data'),

@@ -14,7 +14,8 @@ from jax.sharding import PartitionSpec as P
 
 from linen.core import config, meta, spmd
 from linen.core.config import Config
-from linen.core.errors import LogicalAxisRulesError, LogicalAxisRulesWarning
+from linen.core.errors import LogicalAxisRulesError
+from linen.core.spmd import LogicalAxisRulesWarning
 
 RULES = (('batch', 'data'), ('embed', 'model'))
 

@@ -44,7 +44,6 @@ __all__ = [
     'LazyInitError',
     'PartitioningUnspecifiedError',
     'LogicalAxisRulesError',
-    'LogicalAxisRulesWarning',
     'PluginError',
     'PluginLoadError',
     'PluginHookError',
@@ -446,10 +445,6 @@ class LogicalAxisRulesError(LinenError, ValueError):
 
     def __init__(self, message: str):
         super().__init__(message)
-
-
-class LogicalAxisRulesWarning(UserWarning):
-    """The non-strict counterpart of :class:`LogicalAxisRulesError`, issued once per cause."""
 
 
 # ------------------------------------------------------------------------- plugins

@@ -43,7 +43,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from linen.core import struct
 from linen.core.config import config
-from linen.core.errors import LogicalAxisRulesError, LogicalAxisRulesWarning
+from linen.core.errors import LogicalAxisRulesError
 from linen.core.meta import (
     Partitioned,
     current_variable_path,
@@ -52,6 +52,7 @@ from linen.core.meta import (
 )
 
 __all__ = [
+    'LogicalAxisRulesWarning',
     'LogicallyPartitioned',
     'RulesFallback',
     'get_logical_axis_rules',
@@ -66,6 +67,13 @@ __all__ = [
 ]
 
 LogicalRules = Sequence[tuple[str, str | tuple[str, ...] | None]]
+
+
+class LogicalAxisRulesWarning(UserWarning):
+    """The non-strict counterpart of :class:`~linen.core.errors.LogicalAxisRulesError`.
+
+    Issued once per cause (the same unmapped name at the same path warns once).
+    """
 
 
 class _RuleState(NamedTuple):
