@@ -107,7 +107,11 @@ def test_global_mesh_outside_any_context_is_none():
 def test_global_mesh_under_set_mesh():
     mesh = _auto_mesh_2x2()  # 4 host devices, set by the root conftest
     with jax.set_mesh(mesh):
-        assert meta.global_mesh_defined() and meta.get_global_mesh() == mesh
+        assert meta.global_mesh_defined() and meta.get_global_mesh() == mesh.abstract_mesh
+        # Inside jit only the abstract mesh exists; it is what get_global_mesh gives.
+        seen = []
+        jax.jit(lambda: seen.append(meta.get_global_mesh().axis_names))()
+        assert seen == [('data', 'model')]
     assert not meta.global_mesh_defined()
 
 

@@ -39,6 +39,7 @@ __all__ = [
     'AxisMetadata',
     'Partitioned',
     'add_axis',
+    'constrain',
     'current_variable_path',
     'get_global_mesh',
     'get_partition_spec',
@@ -149,22 +150,64 @@ def legacy_physical_mesh() -> Mesh | None:
     return physical
 
 
-def get_global_mesh() -> Mesh | None:
-    """The mesh set by ``jax.set_mesh`` (or the legacy ``with mesh:``), or ``None``.
+def get_global_mesh() -> Mesh | jax.sharding.AbstractMesh | None:
+    """The context mesh, or ``None``.
 
-    Under ``jax.set_mesh`` this is the concrete mesh when JAX has one, else the
-    abstract mesh (e.g. inside ``jax.sharding.use_abstract_mesh``).
+    Under ``jax.set_mesh`` this is JAX's abstract mesh (as in Flax: it is what is
+    available inside ``jax.jit`` too, and carries the axis names and types); under
+    the legacy ``with mesh:`` it is that concrete mesh.
     """
     abstract = jax.sharding.get_abstract_mesh()
     if not abstract.empty:
-        mesh = jax.sharding.get_mesh()
-        return abstract if getattr(mesh, 'empty', True) else mesh
+        return abstract
     return legacy_physical_mesh()
 
 
 def global_mesh_defined() -> bool:
     """True inside ``jax.set_mesh(...)``/``with mesh:``, where bare PartitionSpecs apply."""
     return not jax.sharding.get_abstract_mesh().empty or legacy_physical_mesh() is not None
+
+
+def _mesh_axes_of(axes: Any) -> tuple:
+    if axes is None or axes is PartitionSpec.UNCONSTRAINED:
+        return ()
+    if isinstance(axes, str):
+        return (axes,)
+    return tuple(axes)
+
+
+def _explicit_axes(mesh: Any) -> set:
+    types = getattr(mesh, 'axis_types', None) or ()
+    explicit = getattr(jax.sharding.AxisType, 'Explicit', None)
+    return {name for name, t in zip(mesh.axis_names, types, strict=False) if t == explicit}
+
+
+def constrain(x: Any, spec: PartitionSpec, mesh: Mesh | None = None) -> Any:
+    """Constrains ``x`` to ``spec`` on ``mesh`` (default: the context mesh).
+
+    On ``Auto`` mesh axes this is ``jax.lax.with_sharding_constraint``. On
+    ``Explicit`` axes a constraint is only an assertion in JAX, so ``x`` is moved
+    with ``jax.sharding.reshard`` instead; on a mixed mesh the reshard names only the
+    explicit axes and leaves the auto ones to the compiler.
+    """
+    context = mesh if mesh is not None else get_global_mesh()
+    explicit = _explicit_axes(context) if context is not None else set()
+    if explicit:
+        # An explicit axis is part of the array's type; with_sharding_constraint would
+        # only assert it, so move the data instead. Auto axes of a mixed mesh cannot be
+        # named in reshard's spec, so they are left to the compiler.
+        spec = PartitionSpec(
+            *(
+                tuple(a for a in _mesh_axes_of(e) if a in explicit) or None
+                if e is not PartitionSpec.UNCONSTRAINED
+                else None
+                for e in spec
+            )
+        )
+        target = NamedSharding(mesh, spec) if mesh is not None else spec
+        return jax.sharding.reshard(x, target)
+    target = NamedSharding(mesh, spec) if mesh is not None else spec
+    return jax.lax.with_sharding_constraint(x, target)
 
 
 def _hashable_names(names) -> tuple:
@@ -203,9 +246,7 @@ class Partitioned(AxisMetadata):
                 compiler the layout).
         """
         if apply_constraint and (self.mesh is not None or global_mesh_defined()):
-            spec = self.get_partition_spec()
-            target = NamedSharding(self.mesh, spec) if self.mesh is not None else spec
-            return jax.lax.with_sharding_constraint(self.value, target)
+            return constrain(self.value, self.get_partition_spec(), self.mesh)
         return self.value
 
     def replace_boxed(self, val: Any) -> Partitioned:

@@ -46,10 +46,12 @@ from linen.core.config import config
 from linen.core.errors import LogicalAxisRulesError
 from linen.core.meta import (
     Partitioned,
+    constrain,
     current_variable_path,
     get_global_mesh,
     global_mesh_defined,
 )
+from linen.core.meta import _mesh_axes_of as _mesh_axes_of
 
 __all__ = [
     'LogicalAxisRulesWarning',
@@ -200,14 +202,6 @@ def logical_axis_rules(rules: LogicalRules, strict: bool | None = None) -> Itera
         _RULES.reset(token)
 
 
-def _mesh_axes_of(axes: Any) -> tuple:
-    if axes is None or axes is PartitionSpec.UNCONSTRAINED:
-        return ()
-    if isinstance(axes, str):
-        return (axes,)
-    return tuple(axes)
-
-
 def _assign(names: tuple, rules: tuple, path: str | None) -> list:
     """One mesh assignment per dimension, ``_UNASSIGNED`` where no rule applied."""
     path = path or current_variable_path()
@@ -341,34 +335,6 @@ def logical_to_mesh_sharding(tree: Any, mesh: Mesh, rules: LogicalRules | None =
     return jax.tree_util.tree_map_with_path(one, tree, is_leaf=_is_spec)
 
 
-def _explicit_axes(mesh: Any) -> set:
-    types = getattr(mesh, 'axis_types', None) or ()
-    explicit = getattr(jax.sharding.AxisType, 'Explicit', None)
-    return {name for name, t in zip(mesh.axis_names, types, strict=False) if t == explicit}
-
-
-def _constrain(x: Any, spec: PartitionSpec, mesh: Mesh | None) -> Any:
-    """Constrains (Auto axes) or reshards (Explicit axes) ``x`` to ``spec``."""
-    context = mesh if mesh is not None else get_global_mesh()
-    explicit = _explicit_axes(context) if context is not None else set()
-    if explicit:
-        # An explicit axis is part of the array's type; with_sharding_constraint would
-        # only assert it, so move the data instead. Auto axes of a mixed mesh cannot be
-        # named in reshard's spec, so they are left to the compiler.
-        spec = PartitionSpec(
-            *(
-                tuple(a for a in _mesh_axes_of(e) if a in explicit) or None
-                if e is not PartitionSpec.UNCONSTRAINED
-                else None
-                for e in spec
-            )
-        )
-        target = NamedSharding(mesh, spec) if mesh is not None else spec
-        return jax.sharding.reshard(x, target)
-    target = NamedSharding(mesh, spec) if mesh is not None else spec
-    return jax.lax.with_sharding_constraint(x, target)
-
-
 def _constrain_one(
     spec: Any,
     x: Any,
@@ -394,7 +360,7 @@ def _constrain_one(
             return x
     mesh_spec = PartitionSpec(*(None if a is _UNASSIGNED else a for a in assigned))
     mesh_spec = _check_mesh_axes(mesh_spec, mesh if mesh is not None else context_mesh, None, names)
-    return _constrain(x, mesh_spec, mesh)
+    return constrain(x, mesh_spec, mesh)
 
 
 def _is_logical_spec(x: Any) -> bool:
