@@ -93,3 +93,39 @@ def test_sharding_on_a_single_device_mesh():
 def test_abstract_base_cannot_be_instantiated():
     with pytest.raises(TypeError):
         meta.AxisMetadata()
+
+
+def _auto_mesh_2x2():
+    return jax.make_mesh((2, 2), ('data', 'model'), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+
+
+def test_global_mesh_outside_any_context_is_none():
+    assert meta.get_global_mesh() is None and not meta.global_mesh_defined()
+    assert meta.legacy_physical_mesh() is None
+
+
+def test_global_mesh_under_set_mesh():
+    mesh = _auto_mesh_2x2()  # 4 host devices, set by the root conftest
+    with jax.set_mesh(mesh):
+        assert meta.global_mesh_defined() and meta.get_global_mesh() == mesh.abstract_mesh
+        # Inside jit only the abstract mesh exists; it is what get_global_mesh gives.
+        seen = []
+        jax.jit(lambda: seen.append(meta.get_global_mesh().axis_names))()
+        assert seen == [('data', 'model')]
+    assert not meta.global_mesh_defined()
+
+
+def test_global_mesh_under_legacy_with_mesh():
+    mesh = _auto_mesh_2x2()
+    # JAX itself deprecates `with mesh:`; linen still honours it.
+    with pytest.warns(DeprecationWarning, match='set_mesh'):
+        with mesh:
+            assert meta.legacy_physical_mesh() is mesh
+            assert meta.global_mesh_defined() and meta.get_global_mesh() is mesh
+    assert meta.get_global_mesh() is None
+
+
+def test_meta_imports_no_private_jax():
+    import inspect
+
+    assert 'jax._src' not in inspect.getsource(meta)

@@ -10,6 +10,7 @@ import pytest
 from jax.sharding import PartitionSpec as P
 
 from linen.core import meta, spmd
+from linen.core.spmd import LogicalAxisRulesWarning
 
 RULES = (
     ('batch', 'data'),
@@ -32,13 +33,17 @@ RULES = (
         (('heads',), P(('data', 'model'))),
         (('kv', 'batch'), P(None, 'data')),
         (('batch', 'seq', 'embed'), P('data', None, 'model')),
-        (('unknown',), P(None)),
         ((None, 'batch'), P(None, 'data')),
         (('batch', P.UNCONSTRAINED), P('data', P.UNCONSTRAINED)),
     ],
 )
 def test_logical_to_mesh_axes(names, expected):
     assert spmd.logical_to_mesh_axes(names, RULES) == expected
+
+
+def test_unmapped_name_is_replicated_with_a_warning():
+    with pytest.warns(LogicalAxisRulesWarning, match="Logical axis 'unknown'.*no rule"):
+        assert spmd.logical_to_mesh_axes(('unknown',), RULES) == P(None)
 
 
 def test_none_names_give_none():
@@ -97,9 +102,11 @@ def test_logically_partitioned():
         assert spmd.LogicallyPartitioned(1, ('mlp',)).get_mesh_partition_spec() == P('model')
 
 
-def test_with_logical_constraint_without_mesh_is_identity():
+def test_with_logical_constraint_without_rules_or_mesh_is_identity():
     x = jnp.ones(3)
-    assert spmd.with_logical_constraint(x, ('batch',), RULES) is x
+    assert spmd.with_logical_constraint(x, ('batch',)) is x  # no rules: silent, as Flax
+    with pytest.warns(LogicalAxisRulesWarning, match='no mesh'):
+        assert spmd.with_logical_constraint(x, ('batch',), RULES) is x
 
 
 _MULTI_DEVICE = textwrap.dedent(

@@ -25,6 +25,7 @@ _EXPORTS = {
     'logical_to_mesh': 'linen.core.spmd:logical_to_mesh',
     'logical_to_mesh_sharding': 'linen.core.spmd:logical_to_mesh_sharding',
     'with_logical_constraint': 'linen.core.spmd:with_logical_constraint',
+    'RulesFallback': 'linen.core.spmd:RulesFallback',
 }
 
 

@@ -58,6 +58,12 @@ _FLAGS = {
             True,
             'Check on apply that stored parameters have the shape their initializer gives.',
         ),
+        Flag(
+            'linen_strict_logical_rules',
+            'LINEN_STRICT_LOGICAL_RULES',
+            False,
+            'Raise (instead of warning once) on logical axis rules that cannot be right.',
+        ),
     )
 }
 

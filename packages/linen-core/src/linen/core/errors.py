@@ -42,6 +42,7 @@ __all__ = [
     'TransformedMethodReturnValueError',
     'InvalidCheckpointError',
     'PartitioningUnspecifiedError',
+    'LogicalAxisRulesError',
     'PluginError',
     'PluginLoadError',
     'PluginHookError',
@@ -469,6 +470,22 @@ class PartitioningUnspecifiedError(LinenError):
             'the new axis: pass `metadata_params={nn.PARTITION_NAME: "axis_name"}` to '
             'the lifted transform.'
         )
+
+
+class LogicalAxisRulesError(LinenError, ValueError):
+    """Logical axis names, rules and mesh do not fit together.
+
+    Raised in strict mode (``logical_axis_rules(rules, strict=True)``, the flag
+    ``linen_strict_logical_rules`` or ``LINEN_STRICT_LOGICAL_RULES=1``) and, as in
+    Flax, always for a logical name used twice in one array. The message names the
+    parameter path (where known) and the axis.
+
+    >>> with nn.logical_axis_rules([('embed', 'model')], strict=True):  # doctest: +SKIP
+    ...     nn.logical_to_mesh_axes(('embed', 'mlp'))  # 'mlp' has no rule
+    """
+
+    def __init__(self, message: str):
+        super().__init__(message)
 
 
 # ------------------------------------------------------------------------- plugins

@@ -22,7 +22,9 @@ P('data', None)
 from __future__ import annotations
 
 import abc
+import contextvars
 import functools
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -37,11 +39,14 @@ __all__ = [
     'AxisMetadata',
     'Partitioned',
     'add_axis',
+    'constrain',
+    'current_variable_path',
     'get_global_mesh',
     'get_partition_spec',
     'get_sharding',
     'global_mesh_defined',
     'is_axis_metadata',
+    'legacy_physical_mesh',
     'map_axis_meta',
     'remove_axis',
     'replace_boxed',
@@ -119,30 +124,90 @@ def remove_axis(tree: Any, index: int, params: Mapping[str, Any]) -> Any:
     return map_axis_meta(lambda box: box.remove_axis(index, params), tree)
 
 
-def _legacy_physical_mesh() -> Mesh | None:
-    # The pre-`jax.set_mesh` context (`with mesh:`) lives in a private module; when a
-    # JAX release removes it, only the new API is consulted.
-    try:
-        from jax._src import mesh as mesh_lib
+def _load_legacy_resources() -> Any:
+    # `with mesh:` (the pre-`jax.set_mesh` context) is visible through no
+    # non-deprecated public API: `jax.sharding.get_abstract_mesh()` stays empty inside
+    # it on jax 0.10 and 0.12 alike. `jax.interpreters.pxla.thread_resources` is public
+    # but deprecated (accessing it warns), so it is read once here, with that one
+    # warning silenced, and the thread-local object is kept. A JAX release that drops
+    # it leaves `jax.set_mesh` as the only context consulted.
+    from jax.interpreters import pxla
 
-        physical = mesh_lib.thread_resources.env.physical_mesh
-    except (ImportError, AttributeError):
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', DeprecationWarning)
+        return getattr(pxla, 'thread_resources', None)
+
+
+_LEGACY_RESOURCES = _load_legacy_resources()
+
+
+def legacy_physical_mesh() -> Mesh | None:
+    """The mesh of an enclosing legacy ``with mesh:`` block, or ``None``."""
+    env = getattr(_LEGACY_RESOURCES, 'env', None)
+    physical = getattr(env, 'physical_mesh', None)
+    if physical is None or physical.empty:
         return None
-    return None if physical.empty else physical
+    return physical
 
 
-def get_global_mesh() -> Mesh | None:
-    """The mesh set by ``jax.set_mesh`` (or the legacy ``with mesh:``), or ``None``."""
-    if not jax.sharding.get_abstract_mesh().empty:
-        mesh = jax.sharding.get_mesh()
-        if not getattr(mesh, 'empty', True):
-            return mesh
-    return _legacy_physical_mesh()
+def get_global_mesh() -> Mesh | jax.sharding.AbstractMesh | None:
+    """The context mesh, or ``None``.
+
+    Under ``jax.set_mesh`` this is JAX's abstract mesh (as in Flax: it is what is
+    available inside ``jax.jit`` too, and carries the axis names and types); under
+    the legacy ``with mesh:`` it is that concrete mesh.
+    """
+    abstract = jax.sharding.get_abstract_mesh()
+    if not abstract.empty:
+        return abstract
+    return legacy_physical_mesh()
 
 
 def global_mesh_defined() -> bool:
     """True inside ``jax.set_mesh(...)``/``with mesh:``, where bare PartitionSpecs apply."""
-    return not jax.sharding.get_abstract_mesh().empty or _legacy_physical_mesh() is not None
+    return not jax.sharding.get_abstract_mesh().empty or legacy_physical_mesh() is not None
+
+
+def _mesh_axes_of(axes: Any) -> tuple:
+    if axes is None or axes is PartitionSpec.UNCONSTRAINED:
+        return ()
+    if isinstance(axes, str):
+        return (axes,)
+    return tuple(axes)
+
+
+def _explicit_axes(mesh: Any) -> set:
+    types = getattr(mesh, 'axis_types', None) or ()
+    explicit = getattr(jax.sharding.AxisType, 'Explicit', None)
+    return {name for name, t in zip(mesh.axis_names, types, strict=False) if t == explicit}
+
+
+def constrain(x: Any, spec: PartitionSpec, mesh: Mesh | None = None) -> Any:
+    """Constrains ``x`` to ``spec`` on ``mesh`` (default: the context mesh).
+
+    On ``Auto`` mesh axes this is ``jax.lax.with_sharding_constraint``. On
+    ``Explicit`` axes a constraint is only an assertion in JAX, so ``x`` is moved
+    with ``jax.sharding.reshard`` instead; on a mixed mesh the reshard names only the
+    explicit axes and leaves the auto ones to the compiler.
+    """
+    context = mesh if mesh is not None else get_global_mesh()
+    explicit = _explicit_axes(context) if context is not None else set()
+    if explicit:
+        # An explicit axis is part of the array's type; with_sharding_constraint would
+        # only assert it, so move the data instead. Auto axes of a mixed mesh cannot be
+        # named in reshard's spec, so they are left to the compiler.
+        spec = PartitionSpec(
+            *(
+                tuple(a for a in _mesh_axes_of(e) if a in explicit) or None
+                if e is not PartitionSpec.UNCONSTRAINED
+                else None
+                for e in spec
+            )
+        )
+        target = NamedSharding(mesh, spec) if mesh is not None else spec
+        return jax.sharding.reshard(x, target)
+    target = NamedSharding(mesh, spec) if mesh is not None else spec
+    return jax.lax.with_sharding_constraint(x, target)
 
 
 def _hashable_names(names) -> tuple:
@@ -181,9 +246,7 @@ class Partitioned(AxisMetadata):
                 compiler the layout).
         """
         if apply_constraint and (self.mesh is not None or global_mesh_defined()):
-            spec = self.get_partition_spec()
-            target = NamedSharding(self.mesh, spec) if self.mesh is not None else spec
-            return jax.lax.with_sharding_constraint(self.value, target)
+            return constrain(self.value, self.get_partition_spec(), self.mesh)
         return self.value
 
     def replace_boxed(self, val: Any) -> Partitioned:
@@ -255,14 +318,37 @@ def get_partition_spec(tree: Any) -> Any:
     return jax.tree_util.tree_map(spec, tree, is_leaf=is_axis_metadata)
 
 
+def _key_text(key: Any) -> str:
+    for attr in ('key', 'name', 'idx'):
+        if hasattr(key, attr):
+            return str(getattr(key, attr))
+    return str(key)
+
+
+# The tree path of the variable being mapped by get_sharding, so that a box's
+# complaint (a bad rule, a rank mismatch) can name the parameter it belongs to.
+_VARIABLE_PATH: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    'linen_variable_path', default=None
+)
+
+
+def current_variable_path() -> str | None:
+    """The path (``params/Dense_0/kernel``) of the box ``get_sharding`` is mapping, if any."""
+    return _VARIABLE_PATH.get()
+
+
 def get_sharding(tree: Any, mesh: Mesh) -> Any:
     """Maps boxes to their ``NamedSharding`` on ``mesh``, other arrays to replicated."""
 
-    def sharding(x):
+    def sharding(key_path, x):
         if is_axis_metadata(x) and hasattr(x, 'get_sharding'):
-            return x.get_sharding(mesh)
+            token = _VARIABLE_PATH.set('/'.join(_key_text(k) for k in key_path))
+            try:
+                return x.get_sharding(mesh)
+            finally:
+                _VARIABLE_PATH.reset(token)
         if hasattr(x, 'shape'):
             return NamedSharding(mesh, PartitionSpec())
         return None
 
-    return jax.tree_util.tree_map(sharding, tree, is_leaf=is_axis_metadata)
+    return jax.tree_util.tree_map_with_path(sharding, tree, is_leaf=is_axis_metadata)

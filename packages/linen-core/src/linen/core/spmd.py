@@ -10,6 +10,17 @@ the dimension replicated. Dimensions no rule assigns are replicated.
 The active rules are context-local (a ``contextvars.ContextVar``): a thread or an
 asyncio task that sets them does not change them for others.
 
+Rules that cannot be right (a logical name no rule maps, a name ruled twice, a mesh
+axis the mesh lacks, a spec whose rank differs from the array's, a constraint with
+rules but no mesh) warn once per cause with :class:`LogicalAxisRulesWarning`; in
+strict mode (``strict=True``, config ``linen_strict_logical_rules``, env
+``LINEN_STRICT_LOGICAL_RULES``) they raise :class:`LogicalAxisRulesError`.
+
+Under a mesh whose axes are ``Explicit`` (``jax.make_mesh``'s default), a sharding
+constraint is an assertion in JAX; :func:`with_logical_constraint` then reshards
+with ``jax.sharding.reshard`` instead, so the same model code runs under Auto,
+Explicit and mixed meshes.
+
 >>> rules = (('batch', 'data'), ('embed', 'model'), ('mlp', 'model'))
 >>> logical_to_mesh_axes(('batch', 'embed', 'mlp'), rules)
 P('data', 'model', None)
@@ -17,75 +28,257 @@ P('data', 'model', None)
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import contextvars
+import enum
 import functools
+import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from linen.core import struct
-from linen.core.meta import Partitioned, global_mesh_defined
+from linen.core.config import config
+from linen.core.errors import LogicalAxisRulesError
+from linen.core.meta import (
+    Partitioned,
+    constrain,
+    current_variable_path,
+    get_global_mesh,
+    global_mesh_defined,
+)
+from linen.core.meta import _mesh_axes_of as _mesh_axes_of
 
 __all__ = [
+    'LogicalAxisRulesWarning',
     'LogicallyPartitioned',
+    'RulesFallback',
     'get_logical_axis_rules',
     'logical_axis_rules',
     'logical_to_mesh',
     'logical_to_mesh_axes',
     'logical_to_mesh_sharding',
     'set_logical_axis_rules',
+    'strict_logical_rules',
     'with_logical_constraint',
     'with_logical_partitioning',
 ]
 
 LogicalRules = Sequence[tuple[str, str | tuple[str, ...] | None]]
 
-_RULES: contextvars.ContextVar[tuple] = contextvars.ContextVar(
-    'linen_logical_axis_rules', default=()
+
+class LogicalAxisRulesWarning(UserWarning):
+    """The non-strict counterpart of :class:`~linen.core.errors.LogicalAxisRulesError`.
+
+    Issued once per cause (the same unmapped name at the same path warns once).
+    """
+
+
+class _RuleState(NamedTuple):
+    rules: tuple
+    strict: bool | None  # None: follow the config flag
+
+
+_RULES: contextvars.ContextVar[_RuleState] = contextvars.ContextVar(
+    'linen_logical_axis_rules',
+    default=_RuleState((), None),  # noqa: B039 (a NamedTuple of tuples is immutable)
 )
 
 # Marks a dimension no rule has decided yet (None already means "replicated").
 _UNASSIGNED = object()
 
+# Causes already warned about; a cause warns once per process, not once per call
+# (layers run the same check on every trace).
+_WARNED: set = set()
+_WARNED_LOCK = threading.Lock()
+
+
+class RulesFallback(enum.Enum):
+    """What a constraint does with a logical dimension that no rule assigns."""
+
+    AXIS_IS_UNSHARDED = 'axis_is_unsharded'
+    RAISE_ERROR = 'raise_error'
+    NO_CONSTRAINT = 'no_constraint'
+
 
 def _freeze_rules(rules: LogicalRules) -> tuple:
     # Rules end up in pytree metadata and jit cache keys, so they must hash.
+    if not isinstance(rules, (tuple, list)):
+        raise LogicalAxisRulesError(
+            f'Logical axis rules must be a list or tuple of (logical_name, mesh_axes) '
+            f'pairs; got {type(rules).__name__}.'
+        )
     return tuple((name, tuple(axes) if isinstance(axes, list) else axes) for name, axes in rules)
 
 
-def set_logical_axis_rules(rules: LogicalRules) -> None:
-    """Sets the logical axis rules of the current context."""
-    _RULES.set(_freeze_rules(rules))
+def strict_logical_rules() -> bool:
+    """Whether rule problems raise here: ``strict=`` of the rules context, else the flag."""
+    strict = _RULES.get().strict
+    return config.linen_strict_logical_rules if strict is None else strict
+
+
+def _where(path: str | None) -> str:
+    path = path or current_variable_path()
+    return f' at "{path}"' if path else ''
+
+
+def _problem(cause: tuple, message: str, strict: bool | None = None) -> None:
+    """Raises in strict mode, else warns once for ``cause``."""
+    if strict is None:
+        strict = strict_logical_rules()
+    if strict:
+        raise LogicalAxisRulesError(message)
+    with _WARNED_LOCK:
+        if cause in _WARNED:
+            return
+        _WARNED.add(cause)
+    warnings.warn(
+        message + ' (Set strict=True on logical_axis_rules to make this an error.)',
+        LogicalAxisRulesWarning,
+        stacklevel=3,
+    )
+
+
+def _check_rules(rules: tuple, strict: bool | None = None) -> None:
+    if strict is None:
+        strict = strict_logical_rules()
+    seen: dict[str, Any] = {}
+    for logical, axes in rules:
+        if logical not in seen:
+            seen[logical] = axes
+        elif seen[logical] == axes:
+            _problem(
+                ('rules', 'duplicate', logical, rules),
+                f'Duplicate logical axis rule {(logical, axes)} in {rules}; the second '
+                'copy can never apply. Remove it.',
+                strict,
+            )
+        elif strict:
+            # A later rule for the same name is Flax's fallback (used when the first
+            # rule's mesh axis is taken); strict mode forbids it as ambiguous.
+            raise LogicalAxisRulesError(
+                f'Conflicting logical axis rules for {logical!r}: {(logical, seen[logical])} '
+                f'and {(logical, axes)} (strict mode allows one rule per logical name). '
+                'Keep one, or leave strict mode to use the later one as a fallback.'
+            )
+
+
+def set_logical_axis_rules(rules: LogicalRules, strict: bool | None = None) -> None:
+    """Sets the logical axis rules of the current context.
+
+    Args:
+        rules: ``[(logical_name, mesh_axes), ...]``, tried in order.
+        strict: raise on rule problems; ``None`` follows ``linen_strict_logical_rules``.
+    """
+    frozen = _freeze_rules(rules)
+    _RULES.set(_RuleState(frozen, strict))
+    _check_rules(frozen)
 
 
 def get_logical_axis_rules() -> tuple:
     """Returns the logical axis rules of the current context (``()`` if none)."""
-    return _RULES.get()
+    return _RULES.get().rules
 
 
 @contextlib.contextmanager
-def logical_axis_rules(rules: LogicalRules) -> Iterator[None]:
-    """Sets the logical axis rules inside a ``with`` block, restoring the old ones after."""
-    token = _RULES.set(_freeze_rules(rules))
+def logical_axis_rules(rules: LogicalRules, strict: bool | None = None) -> Iterator[None]:
+    """Sets the logical axis rules inside a ``with`` block, restoring the old ones after.
+
+    Args:
+        rules: ``[(logical_name, mesh_axes), ...]``, tried in order.
+        strict: raise :class:`LogicalAxisRulesError` on rule problems instead of
+            warning; ``None`` follows the ``linen_strict_logical_rules`` flag.
+    """
+    frozen = _freeze_rules(rules)
+    token = _RULES.set(_RuleState(frozen, strict))
     try:
+        _check_rules(frozen)
         yield
     finally:
         _RULES.reset(token)
 
 
-def _mesh_axes_of(axes: Any) -> tuple:
-    if axes is None:
-        return ()
-    if isinstance(axes, str):
-        return (axes,)
-    return tuple(axes)
+def _assign(names: tuple, rules: tuple, path: str | None) -> list:
+    """One mesh assignment per dimension, ``_UNASSIGNED`` where no rule applied."""
+    path = path or current_variable_path()
+    counts = collections.Counter(n for n in names if isinstance(n, str))
+    dups = tuple(n for n, c in counts.items() if c > 1)
+    if dups:
+        # Flax raises ValueError here too; a name used twice cannot be sharded twice.
+        raise LogicalAxisRulesError(
+            f'Unsupported: Dimensions {dups} occur more than once in array names '
+            f'{names}{_where(path)}. Give each dimension its own logical name.'
+        )
+    result: list[Any] = [_UNASSIGNED if isinstance(n, str) else n for n in names]
+    used: set[str] = set()
+    for logical, axes in rules:
+        if logical not in counts:
+            continue
+        i = names.index(logical)
+        mesh_axes = _mesh_axes_of(axes)
+        if result[i] is _UNASSIGNED and used.isdisjoint(mesh_axes):
+            result[i] = axes
+            used.update(mesh_axes)
+    ruled = {logical for logical, _ in rules}
+    for name in counts:
+        if name not in ruled and rules:
+            _problem(
+                ('unmapped', name, path, rules),
+                f'Logical axis {name!r}{_where(path)} (names {names}) is mapped by no rule '
+                f'in {rules}; it is replicated. Add a rule ({name!r}, mesh_axis) or '
+                f'({name!r}, None) to replicate it on purpose.',
+            )
+    return result
+
+
+def _check_mesh_axes(
+    spec: PartitionSpec, mesh: Any, path: str | None, names: tuple
+) -> PartitionSpec:
+    """``spec`` without mesh axes the mesh lacks (after warning; strict mode raises)."""
+    path = path or current_variable_path()
+    if mesh is None:
+        return spec
+    known = set(mesh.axis_names)
+    entries = []
+    for entry in spec:
+        axes = _mesh_axes_of(entry)
+        missing = [a for a in axes if a not in known]
+        for axis in missing:
+            _problem(
+                ('mesh-axis', axis, path, tuple(mesh.axis_names)),
+                f'Mesh axis {axis!r} (for logical names {names}{_where(path)}) does not '
+                f'exist in the mesh, whose axes are {tuple(mesh.axis_names)}; that dimension '
+                'is replicated. Fix the rule or the mesh.',
+            )
+        if missing:
+            kept = tuple(a for a in axes if a in known)
+            entry = kept[0] if len(kept) == 1 else (kept or None)
+        entries.append(entry)
+    return PartitionSpec(*entries)
+
+
+def _check_rank(names: tuple, shape: tuple | None, path: str | None) -> bool:
+    """False (after warning, or raising in strict mode) when the ranks differ."""
+    path = path or current_variable_path()
+    if shape is None or len(names) == len(shape):
+        return True
+    _problem(
+        ('rank', names, tuple(shape), path),
+        f'Logical names {names}{_where(path)} have {len(names)} entries but the array has '
+        f'shape {tuple(shape)} (rank {len(shape)}). Give one name (or None) per dimension.',
+    )
+    return False
 
 
 def logical_to_mesh_axes(
-    array_dim_names: Sequence[str | None] | None, rules: LogicalRules | None = None
+    array_dim_names: Sequence[str | None] | None,
+    rules: LogicalRules | None = None,
+    *,
+    path: str | None = None,
 ) -> PartitionSpec | None:
     """Maps logical dimension names to a mesh ``PartitionSpec`` with ``rules``.
 
@@ -93,25 +286,12 @@ def logical_to_mesh_axes(
         array_dim_names: one logical name (or ``None``) per dimension; ``None``
             altogether gives ``None``. ``PartitionSpec.UNCONSTRAINED`` passes through.
         rules: the rules; ``None`` uses the context's rules.
+        path: where the names come from, for error messages.
     """
     if array_dim_names is None:
         return None
-    if rules is None:
-        rules = get_logical_axis_rules()
-    names = tuple(array_dim_names)
-    result: list[Any] = [_UNASSIGNED] * len(names)
-    for i, name in enumerate(names):
-        if name is None or name is PartitionSpec.UNCONSTRAINED:
-            result[i] = name
-    used: set[str] = set()
-    for logical, axes in rules:
-        mesh_axes = _mesh_axes_of(axes)
-        for i, name in enumerate(names):
-            if result[i] is not _UNASSIGNED or name != logical:
-                continue
-            if used.isdisjoint(mesh_axes):
-                result[i] = axes if not isinstance(axes, list) else tuple(axes)
-                used.update(mesh_axes)
+    rules = get_logical_axis_rules() if rules is None else _freeze_rules(rules)
+    result = _assign(tuple(array_dim_names), rules, path)
     return PartitionSpec(*(None if r is _UNASSIGNED else r for r in result))
 
 
@@ -119,20 +299,17 @@ def _is_spec(x: Any) -> bool:
     return isinstance(x, PartitionSpec)
 
 
-def logical_to_mesh(tree: Any, rules: LogicalRules | None = None) -> Any:
-    """Maps every logical ``PartitionSpec`` in ``tree`` to a mesh ``PartitionSpec``."""
-    return jax.tree_util.tree_map(
-        lambda spec: logical_to_mesh_axes(tuple(spec), rules) if _is_spec(spec) else spec,
-        tree,
-        is_leaf=_is_spec,
+def _path_text(key_path) -> str:
+    return '/'.join(
+        str(getattr(k, 'key', getattr(k, 'name', getattr(k, 'idx', k)))) for k in key_path
     )
 
 
-def logical_to_mesh_sharding(tree: Any, mesh: Mesh, rules: LogicalRules | None = None) -> Any:
-    """Maps every logical ``PartitionSpec`` in ``tree`` to a ``NamedSharding`` on ``mesh``."""
-    return jax.tree_util.tree_map(
-        lambda spec: (
-            NamedSharding(mesh, logical_to_mesh_axes(tuple(spec), rules))
+def logical_to_mesh(tree: Any, rules: LogicalRules | None = None) -> Any:
+    """Maps every logical ``PartitionSpec`` in ``tree`` to a mesh ``PartitionSpec``."""
+    return jax.tree_util.tree_map_with_path(
+        lambda kp, spec: (
+            logical_to_mesh_axes(tuple(spec), rules, path=_path_text(kp))
             if _is_spec(spec)
             else spec
         ),
@@ -141,40 +318,99 @@ def logical_to_mesh_sharding(tree: Any, mesh: Mesh, rules: LogicalRules | None =
     )
 
 
+def logical_to_mesh_sharding(tree: Any, mesh: Mesh, rules: LogicalRules | None = None) -> Any:
+    """Maps every logical ``PartitionSpec`` in ``tree`` to a ``NamedSharding`` on ``mesh``.
+
+    Problems are reported with the tree path of the spec (``params/Dense_0/kernel``).
+    """
+
+    def one(kp, spec):
+        if not _is_spec(spec):
+            return spec
+        path = _path_text(kp)
+        mesh_spec = logical_to_mesh_axes(tuple(spec), rules, path=path)
+        mesh_spec = _check_mesh_axes(mesh_spec, mesh, path, tuple(spec))
+        return NamedSharding(mesh, mesh_spec)
+
+    return jax.tree_util.tree_map_with_path(one, tree, is_leaf=_is_spec)
+
+
+def _constrain_one(
+    spec: Any,
+    x: Any,
+    *,
+    rules: tuple,
+    mesh: Mesh | None,
+    fallback: RulesFallback,
+    context_mesh: Any,
+) -> Any:
+    if spec is None:
+        return x
+    names = tuple(spec)
+    if not _check_rank(names, getattr(x, 'shape', None), None):
+        return x
+    assigned = _assign(names, rules, None)
+    if any(a is _UNASSIGNED for a in assigned):
+        if fallback == RulesFallback.RAISE_ERROR:
+            raise LogicalAxisRulesError(
+                f'Axis names {names} did not match a rule in {rules}; add one or use '
+                'fallback=RulesFallback.AXIS_IS_UNSHARDED.'
+            )
+        if fallback == RulesFallback.NO_CONSTRAINT:
+            return x
+    mesh_spec = PartitionSpec(*(None if a is _UNASSIGNED else a for a in assigned))
+    mesh_spec = _check_mesh_axes(mesh_spec, mesh if mesh is not None else context_mesh, None, names)
+    return constrain(x, mesh_spec, mesh)
+
+
+def _is_logical_spec(x: Any) -> bool:
+    return x is None or (
+        isinstance(x, (tuple, PartitionSpec))
+        and all(e is None or isinstance(e, str) or e is PartitionSpec.UNCONSTRAINED for e in x)
+    )
+
+
 def with_logical_constraint(
     x: Any,
     logical_axis_resources: Any,
     rules: LogicalRules | None = None,
     mesh: Mesh | None = None,
+    fallback: RulesFallback = RulesFallback.AXIS_IS_UNSHARDED,
 ) -> Any:
     """``jax.lax.with_sharding_constraint`` with logical names mapped by the rules.
 
-    Without ``mesh`` and outside ``jax.set_mesh``/``with mesh:`` there is nothing to
-    constrain to, and ``x`` is returned unchanged (as in Flax), so layers can call
-    this unconditionally.
+    As in Flax, with no rules (in context or passed) or with no mesh (passed, or
+    from ``jax.set_mesh``/``with mesh:``), ``x`` is returned unchanged, so layers can
+    call this unconditionally; rules without a mesh warn once (raise in strict mode),
+    since the constraint the user asked for is then silently dropped. Under a mesh
+    with ``Explicit`` axes the value is resharded (``jax.sharding.reshard``).
 
     Args:
         x: an array (or pytree of arrays).
         logical_axis_resources: a logical ``PartitionSpec`` or tuple of names (or a
-            pytree of specs matching ``x``).
+            pytree of them matching ``x``).
         rules: the rules; ``None`` uses the context's rules.
         mesh: the mesh; ``None`` uses the context mesh.
+        fallback: what to do with a logical name that no rule assigns.
     """
-    if mesh is None and not global_mesh_defined():
+    rules = get_logical_axis_rules() if rules is None else _freeze_rules(rules)
+    if not rules or logical_axis_resources is None:
         return x
-
-    def to_target(spec):
-        mesh_spec = logical_to_mesh_axes(tuple(spec), rules)
-        return NamedSharding(mesh, mesh_spec) if mesh is not None else mesh_spec
-
-    if isinstance(logical_axis_resources, (PartitionSpec, tuple)) and all(
-        n is None or isinstance(n, (str, tuple)) or n is PartitionSpec.UNCONSTRAINED
-        for n in logical_axis_resources
-    ):
-        targets = to_target(logical_axis_resources)
-    else:
-        targets = jax.tree_util.tree_map(to_target, logical_axis_resources, is_leaf=_is_spec)
-    return jax.lax.with_sharding_constraint(x, targets)
+    context_mesh = get_global_mesh() if mesh is None else None
+    if mesh is None and context_mesh is None:
+        _problem(
+            ('no-mesh', rules),
+            'with_logical_constraint was called with logical axis rules but no mesh: '
+            'there is nothing to constrain to, so the constraint is dropped. Pass '
+            'mesh=..., or run under `with jax.set_mesh(mesh):`.',
+        )
+        return x
+    one = functools.partial(
+        _constrain_one, rules=rules, mesh=mesh, fallback=fallback, context_mesh=context_mesh
+    )
+    if _is_logical_spec(logical_axis_resources):
+        return jax.tree_util.tree_map(lambda leaf: one(logical_axis_resources, leaf), x)
+    return jax.tree_util.tree_map(one, logical_axis_resources, x, is_leaf=_is_logical_spec)
 
 
 class LogicallyPartitioned(Partitioned):
@@ -203,7 +439,10 @@ class LogicallyPartitioned(Partitioned):
                 f'LogicallyPartitioned value with names {self.names} has no mesh: pass '
                 'one to `get_sharding(mesh)` or to `with_logical_partitioning(..., mesh=...)`.'
             )
-        return NamedSharding(mesh, self.get_mesh_partition_spec())
+        _check_rank(self.names, getattr(self.value, 'shape', None), None)
+        spec = self.get_mesh_partition_spec()
+        spec = _check_mesh_axes(spec, mesh, None, self.names)
+        return NamedSharding(mesh, spec)
 
     def unbox(self, apply_constraint: bool = True) -> Any:
         if apply_constraint and (self.mesh is not None or global_mesh_defined()):

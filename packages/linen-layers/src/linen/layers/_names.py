@@ -73,7 +73,7 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
 }
 
 # Public submodules, as `nn.initializers`, `nn.activation`, `nn.dtypes`.
-SUBMODULES = ('initializers', 'activation', 'dtypes')
+SUBMODULES = ('initializers', 'activation', 'dtypes', 'partitioning')
 
 LOCATION: dict[str, str] = {
     name: f'linen.layers.{module}:{name}' for module, names in _BY_MODULE.items() for name in names

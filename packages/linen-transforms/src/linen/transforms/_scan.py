@@ -96,7 +96,10 @@ def scan(
         axis_vars = groups[2:-1]
         rest_vars = groups[-1]
         axis_vars = tuple(
-            _moveaxis_in(_pack.remove_axis(g, ax, metadata_params) if metadata_params else g, ax)
+            # Boxes are told about the axis even without metadata_params, so a
+            # Partitioned box raises PartitioningUnspecifiedError (as in Flax) instead
+            # of silently keeping names one short of its value's rank.
+            _moveaxis_in(_pack.remove_axis(g, ax, metadata_params), ax)
             for g, ax in zip(axis_vars, axis_values)
         )
         keys, paths = _pack.rng_keys(scope)
@@ -177,8 +180,6 @@ def scan(
         )
         axis_out = tuple(
             _pack.add_axis(_moveaxis_out(g, ax), ax, metadata_params)
-            if metadata_params
-            else _moveaxis_out(g, ax)
             for g, ax in zip(axis_out, axis_values)
         )
         ys = _apply_out_axes(ys, out_axes)

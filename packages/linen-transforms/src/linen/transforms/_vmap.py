@@ -57,7 +57,7 @@ def vmap(
     def wrapper(scope, *args, **kwargs):
         groups = _pack.group_variables(_pack.gather_variables(scope), filters)
         groups = tuple(
-            _pack.remove_axis(g, ax, metadata_params) if ax is not None and metadata_params else g
+            _pack.remove_axis(g, ax, metadata_params) if ax is not None else g
             for g, ax in zip(groups, var_axes)
         )
         keys, paths = _pack.rng_keys(scope)
@@ -87,11 +87,12 @@ def vmap(
             axis_name=axis_name,
             spmd_axis_name=spmd_axis_name,
         )(groups, split, args)
-        if metadata_params:
-            mutated = tuple(
-                _pack.add_axis(g, ax, metadata_params) if ax is not None else g
-                for g, ax in zip(mutated, var_axes)
-            )
+        # Boxes are told even without metadata_params: a Partitioned box then raises
+        # PartitioningUnspecifiedError, as in Flax.
+        mutated = tuple(
+            _pack.add_axis(g, ax, metadata_params) if ax is not None else g
+            for g, ax in zip(mutated, var_axes)
+        )
         _pack.write_back(scope, mutated)
         return y
 

@@ -1,0 +1,233 @@
+"""Flax as oracle for the legacy partitioning API (``nn.partitioning``): the same model
+code, run with ``linen.nn`` and with ``flax.linen``, gives the same variables, the
+same ``*_axes`` metadata, the same logical specs and the same shardings.
+
+Meshes here use the suite's 4 host devices (2x2 and 1x4).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+import linen.nn as linen_nn
+from linen.core import spmd
+from linen.core.spmd import LogicalAxisRulesWarning
+from linen.nn import partitioning as linen_partitioning
+
+pytestmark = pytest.mark.flax
+flax = pytest.importorskip('flax')
+flax_nn = pytest.importorskip('flax.linen')
+flax_partitioning = pytest.importorskip('flax.linen.partitioning')
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rule_warnings():
+    # Rule problems warn once per process; each test must see its own warnings.
+    spmd._WARNED.clear()
+
+
+RULES = (('batch', 'data'), ('embed', 'model'), ('mlp', 'model'), ('layers', None))
+
+
+def models(nn, part):
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            w = part.param_with_axes(
+                'kernel', nn.initializers.lecun_normal(), (x.shape[-1], 6), axes=('embed', 'mlp')
+            )
+            b = part.param_with_axes('bias', nn.initializers.zeros, (6,), axes=('mlp',))
+            count = part.variable_with_axes('stats', 'count', jnp.zeros, (6,), axes=('mlp',))
+            y = x @ w + b.reshape((1, 6))
+            if self.is_mutable_collection('stats'):
+                count.value = count.value + 1.0
+            return part.with_sharding_constraint(y, ('batch', 'mlp'))
+
+    class Layer(nn.Module):
+        @nn.compact
+        def __call__(self, c, _):
+            w = part.param_with_axes(
+                'w',
+                nn.initializers.lecun_normal(),
+                (c.shape[-1], c.shape[-1]),
+                axes=('embed', 'mlp'),
+            )
+            return jnp.tanh(c @ w), None
+
+    class Stack(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            scanned = part.scan_with_axes(
+                Layer,
+                variable_axes={'params': 0},
+                split_rngs={'params': True},
+                length=3,
+                axis_name='layers',
+            )
+            y, _ = scanned(name='scan')(x, None)
+            return y
+
+    class Heads(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            vmapped = part.vmap_with_axes(
+                Block,
+                # Collections missing from variable_axes: Flax drops them inside vmap, linen
+                # broadcasts them; naming stats_axes keeps the two comparable.
+                variable_axes={'params': 1, 'stats': 0, 'stats_axes': None},
+                split_rngs={'params': True},
+                in_axes=None,
+                out_axes=0,
+                axis_size=2,
+                partitioning_axis_names={'params': 'heads'},
+            )
+            return vmapped(name='heads')(x)
+
+    return {'Block': Block, 'Stack': Stack, 'Heads': Heads}
+
+
+LINEN = models(linen_nn, linen_partitioning)
+FLAX = models(flax_nn, flax_partitioning)
+
+
+def _as_plain(tree):
+    """Variables as nested dicts with AxisMetadata replaced by its names, for comparison."""
+    if isinstance(tree, dict) or hasattr(tree, 'items'):
+        return {k: _as_plain(v) for k, v in tree.items()}
+    if hasattr(tree, 'names'):
+        return ('AxisMetadata', tree.names)
+    return np.asarray(tree)
+
+
+def _assert_same(ours, theirs):
+    ours, theirs = _as_plain(ours), _as_plain(theirs)
+    assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(theirs)
+    for a, b in zip(
+        jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs), strict=True
+    ):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+        else:
+            assert a == b
+
+
+@pytest.mark.parametrize('name', ['Block', 'Stack', 'Heads'])
+def test_same_variables_and_axes_metadata_as_flax(name):
+    x = jnp.linspace(-1.0, 1.0, 8).reshape(2, 4)
+    if name != 'Block':
+        x = jnp.linspace(-1.0, 1.0, 8).reshape(2, 4)
+    ours = LINEN[name]().init(jax.random.key(0), x)
+    theirs = FLAX[name]().init(jax.random.key(0), x)
+    _assert_same(ours, theirs)
+    for col in ('params_axes', 'stats_axes'):
+        if col in theirs:
+            assert dict(linen_partitioning.get_axis_names(ours[col])) == dict(
+                flax_partitioning.get_axis_names(theirs[col])
+            )
+    y_ours, _ = LINEN[name]().apply(ours, x, mutable=['stats'])
+    y_theirs, _ = FLAX[name]().apply(theirs, x, mutable=['stats'])
+    np.testing.assert_allclose(y_ours, y_theirs, rtol=1e-6, atol=1e-6)
+
+
+def test_scan_and_vmap_add_the_stacked_axis_like_flax():
+    x = jnp.ones((2, 4))
+    stack = linen_partitioning.get_axis_names(
+        LINEN['Stack']().init(jax.random.key(1), x)['params_axes']
+    )
+    assert stack['scan']['w'] == P('layers', 'embed', 'mlp')
+    heads = LINEN['Heads']().init(jax.random.key(1), x)
+    names = linen_partitioning.get_axis_names(heads['params_axes'])
+    assert names['heads']['kernel'] == P('embed', 'heads', 'mlp')
+    assert names['heads']['bias'] == P('mlp', 'heads')
+
+
+@pytest.mark.parametrize(
+    'names',
+    [('batch', 'embed'), ('embed', 'mlp'), ('mlp', 'batch', None), (None,), ('layers', 'mlp'), ()],
+)
+def test_logical_to_mesh_axes_matches_flax(names):
+    assert linen_partitioning.logical_to_mesh_axes(names, RULES) == (
+        flax_partitioning.logical_to_mesh_axes(names, RULES)
+    )
+
+
+def test_duplicate_dimension_names_raise_value_error_like_flax():
+    with pytest.raises(ValueError, match='more than once'):
+        flax_partitioning.logical_to_mesh_axes(('embed', 'embed'), RULES)
+    with pytest.raises(ValueError, match=r"Dimensions \('embed',\) occur more than once"):
+        linen_partitioning.logical_to_mesh_axes(('embed', 'embed'), RULES)
+
+
+def test_axis_rules_context_matches_flax():
+    with linen_partitioning.axis_rules(RULES), flax_partitioning.axis_rules(RULES):
+        assert tuple(linen_partitioning.get_axis_rules()) == tuple(
+            flax_partitioning.get_axis_rules()
+        )
+        assert linen_partitioning.logical_to_mesh_axes(('mlp',)) == P('model')
+    assert linen_partitioning.get_axis_rules() == ()
+
+
+@pytest.mark.parametrize('shape', [(2, 2), (1, 4)])
+def test_with_sharding_constraint_and_fallbacks_match_flax(shape):
+    mesh = jax.make_mesh(shape, ('data', 'model'), axis_types=(AxisType.Auto,) * 2)
+    x = jnp.arange(16.0).reshape(4, 4)
+
+    def run(part, fallback, names):
+        f = jax.jit(
+            lambda v: part.with_sharding_constraint(
+                v * 2, names, rules=RULES, mesh=mesh, fallback=getattr(part.RulesFallback, fallback)
+            )
+        )
+        return f(x)
+
+    for names in [('batch', 'mlp'), ('mlp', 'batch')]:
+        for fallback in ('AXIS_IS_UNSHARDED', 'NO_CONSTRAINT'):
+            ours = run(linen_partitioning, fallback, names)
+            theirs = run(flax_partitioning, fallback, names)
+            np.testing.assert_array_equal(ours, theirs)
+            assert ours.sharding.is_equivalent_to(theirs.sharding, 2)
+    ours = run(linen_partitioning, 'AXIS_IS_UNSHARDED', ('batch', 'mlp'))
+    assert ours.sharding.is_equivalent_to(NamedSharding(mesh, P('data', 'model')), 2)
+    with pytest.raises(ValueError, match='did not match a rule'):
+        run(flax_partitioning, 'RAISE_ERROR', ('batch', 'length'))
+    with pytest.warns(LogicalAxisRulesWarning, match="'length'"):
+        with pytest.raises(ValueError, match='did not match a rule'):
+            run(linen_partitioning, 'RAISE_ERROR', ('batch', 'length'))
+
+
+def test_param_with_axes_rank_mismatch_names_the_path():
+    class Bad(linen_nn.Module):
+        @linen_nn.compact
+        def __call__(self, x):
+            return linen_partitioning.param_with_axes(
+                'kernel', linen_nn.initializers.zeros, (4, 3), axes=('embed',)
+            )
+
+    with pytest.raises(ValueError, match=r'"layers_0/kernel".*\(4, 3\)'):
+        linen_nn.Sequential([Bad()]).init(jax.random.key(0), jnp.ones((1, 4)))
+
+
+def test_sow_twice_with_different_axes_raises():
+    class Child(linen_nn.Module):
+        @linen_nn.compact
+        def __call__(self, x):
+            axes = ('embed',) if x.ndim == 1 else ('mlp',)
+            k = linen_partitioning.param_with_axes(
+                'k', linen_nn.initializers.zeros, (4,), axes=axes
+            )
+            return x + k
+
+    class Twice(linen_nn.Module):
+        @linen_nn.compact
+        def __call__(self, x):
+            child = Child()
+            return child(child(x).reshape(1, 4))
+
+    with pytest.raises(ValueError, match=r"sown twice and differ: \('embed',\) then \('mlp',\)"):
+        Twice().init(jax.random.key(0), jnp.ones(4))

@@ -1,0 +1,126 @@
+"""Rule problems: an error naming the parameter path and the axis in strict mode,
+one warning per cause otherwise. Meshes use the suite's 4 host devices (2x2)."""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax.sharding import AxisType
+from jax.sharding import PartitionSpec as P
+
+from linen.core import config, meta, spmd
+from linen.core.config import Config
+from linen.core.errors import LogicalAxisRulesError
+from linen.core.spmd import LogicalAxisRulesWarning
+
+RULES = (('batch', 'data'), ('embed', 'model'))
+
+
+def _mesh():
+    return jax.make_mesh((2, 2), ('data', 'model'), axis_types=(AxisType.Auto,) * 2)
+
+
+def _specs():
+    return {'params': {'Dense_0': {'kernel': P('embed', 'mlp')}}}
+
+
+def test_unmapped_name_raises_with_path_and_axis_in_strict_mode():
+    with spmd.logical_axis_rules(RULES, strict=True):
+        with pytest.raises(
+            LogicalAxisRulesError, match=r"Logical axis 'mlp' at \"params/Dense_0/kernel\""
+        ):
+            spmd.logical_to_mesh_sharding(_specs(), _mesh())
+
+
+def test_unmapped_name_warns_once_without_strict_mode():
+    with spmd.logical_axis_rules(RULES):
+        with pytest.warns(LogicalAxisRulesWarning, match=r"'mlp' at \"params/Dense_0/kernel\""):
+            sh = spmd.logical_to_mesh_sharding(_specs(), _mesh())
+        assert sh['params']['Dense_0']['kernel'].spec == P('model', None)
+        with warnings.catch_warnings():
+            warnings.simplefilter('error')  # a second time is silent
+            spmd.logical_to_mesh_sharding(_specs(), _mesh())
+
+
+def test_duplicate_rules():
+    dup = (('batch', 'data'), ('batch', 'data'))
+    with pytest.raises(LogicalAxisRulesError, match=r"Duplicate logical axis rule \('batch'"):
+        with spmd.logical_axis_rules(dup, strict=True):
+            pass
+    with pytest.warns(LogicalAxisRulesWarning, match='Duplicate'):
+        with spmd.logical_axis_rules(dup):
+            pass
+
+
+def test_conflicting_rules_raise_in_strict_mode_and_are_fallbacks_otherwise():
+    rules = (('batch', 'data'), ('embed', 'data'), ('embed', 'model'))
+    with pytest.raises(LogicalAxisRulesError, match=r"Conflicting logical axis rules for 'embed'"):
+        with spmd.logical_axis_rules(rules, strict=True):
+            pass
+    with spmd.logical_axis_rules(rules):  # Flax's priority fallback: silent
+        assert spmd.logical_to_mesh_axes(('batch', 'embed')) == P('data', 'model')
+
+
+def test_nonexistent_mesh_axis_names_path_and_axis():
+    rules = (('embed', 'tensor'), ('mlp', None))
+    with spmd.logical_axis_rules(rules, strict=True):
+        with pytest.raises(
+            LogicalAxisRulesError,
+            match=r"Mesh axis 'tensor'.*\"params/Dense_0/kernel\".*\('data', 'model'\)",
+        ):
+            spmd.logical_to_mesh_sharding(_specs(), _mesh())
+    with pytest.warns(LogicalAxisRulesWarning, match="Mesh axis 'tensor'.*replicated"):
+        sh = spmd.logical_to_mesh_sharding(_specs(), _mesh(), rules)
+    assert sh['params']['Dense_0']['kernel'].spec == P(None, None)
+
+
+def test_rank_mismatch_of_a_boxed_parameter_names_its_path():
+    box = spmd.LogicallyPartitioned(jnp.ones((4, 3)), ('embed',), rules=RULES)
+    with spmd.logical_axis_rules(RULES, strict=True):
+        with pytest.raises(
+            LogicalAxisRulesError, match=r"\('embed',\) at \"params/w\" have 1 entries.*\(4, 3\)"
+        ):
+            meta.get_sharding({'params': {'w': box}}, _mesh())
+
+
+def test_rank_mismatch_in_a_constraint():
+    with jax.set_mesh(_mesh()), spmd.logical_axis_rules(RULES, strict=True):
+        with pytest.raises(LogicalAxisRulesError, match='rank 2'):
+            spmd.with_logical_constraint(jnp.ones((4, 4)), ('batch',))
+
+
+def test_constraint_without_a_mesh_raises_in_strict_mode():
+    with spmd.logical_axis_rules(RULES, strict=True):
+        with pytest.raises(LogicalAxisRulesError, match='no mesh'):
+            spmd.with_logical_constraint(jnp.ones(4), ('batch',))
+
+
+def test_config_flag_turns_strict_mode_on():
+    config.update('linen_strict_logical_rules', True)
+    try:
+        with spmd.logical_axis_rules(RULES):
+            assert spmd.strict_logical_rules()
+            with pytest.raises(LogicalAxisRulesError, match="'mlp'"):
+                spmd.logical_to_mesh_axes(('mlp',))
+        with spmd.logical_axis_rules(RULES, strict=False):  # the context wins
+            assert not spmd.strict_logical_rules()
+    finally:
+        config.update('linen_strict_logical_rules', False)
+
+
+def test_environment_variable_sets_the_flag(monkeypatch):
+    monkeypatch.setenv('LINEN_STRICT_LOGICAL_RULES', '1')
+    assert Config().linen_strict_logical_rules is True
+    monkeypatch.setenv('LINEN_STRICT_LOGICAL_RULES', '0')
+    assert Config().linen_strict_logical_rules is False
+
+
+def test_error_pickles():
+    err = LogicalAxisRulesError('Logical axis \'mlp\' at "params/w" ...')
+    again = pickle.loads(pickle.dumps(err))
+    assert type(again) is LogicalAxisRulesError and str(again) == str(err)
+    assert isinstance(again, ValueError)
