@@ -159,8 +159,7 @@ def jit(
         table = _HashTable(p['index'], hashes)
         inner = Scope(
             root,
-            p['name'],
-            None,
+            name=p['name'],
             rngs={n: _TableRngStream(k, n, (), table) for n, k in keys.items()},
             rng_counters=counters,
             flags=p['flags'],

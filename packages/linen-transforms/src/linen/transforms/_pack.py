@@ -65,7 +65,7 @@ def make_inner_scope(
     own = {col: (_thaw(v) if in_filter(mutable, col) else v) for col, v in variables.items()}
     root = _Root(own, mutable, offset=len(outer.path))
     inner = Scope(
-        root, outer.name, None, rngs=rngs, rng_counters=outer.rng_counters, flags=outer.flags
+        root, name=outer.name, rngs=rngs, rng_counters=outer.rng_counters, flags=outer.flags
     )
     inner.path = outer.path
     return inner
