@@ -21,6 +21,7 @@ from typing import Any
 import jax
 
 from linen.core import errors
+from linen.core.config import config
 from linen.core._filters import DenyList, Filter, union_filters
 from linen.core._scope import Scope, Variable, _thaw
 from linen.core._scope import bind as core_bind
@@ -303,10 +304,18 @@ class Module:
     def _register_submodules(self, name: str, value: Any) -> Any:
         queue: list[Module] = []
         cache: dict[int, Module] = {}
+        preserve = getattr(type(self), 'preserve_adopted_names', None)
+        if preserve is None:
+            preserve = config.linen_preserve_adopted_names
 
         def adopt(suffix: str, module: Module) -> Module:
+            kept_name = None
             if module.parent is None:
-                # Created outside any module: a clone belongs to this one.
+                # Created outside any module: a clone belongs to this one. It is
+                # named after the attribute unless the preserve_adopted_names flag
+                # keeps a name it was given (config systems name modules so).
+                if preserve:
+                    kept_name = module.__dict__['name']
                 key = id(module)
                 if key not in cache:
                     cache[key] = module.clone(parent=None, name=None, _deep_clone=True)
@@ -315,7 +324,7 @@ class Module:
             # module that holds them.
             if module.__dict__['name'] is None:
                 module.__dict__['parent'] = self
-                module.__dict__['name'] = f'{name}{suffix}'
+                module.__dict__['name'] = kept_name or f'{name}{suffix}'
                 queue.append(module)
             return module
 
