@@ -21,12 +21,12 @@ from typing import Any
 import jax
 
 from linen.core import errors
-from linen.core.config import config
 from linen.core._filters import DenyList, Filter, union_filters
 from linen.core._scope import Scope, Variable, _thaw
 from linen.core._scope import bind as core_bind
 from linen.core._scope import init as core_init
 from linen.core._scope import lazy_init as core_lazy_init
+from linen.core.config import config
 from linen.module import _capture
 from linen.module._decorators import compact, compact_name_scope, nowrap
 from linen.module._dispatch import _call_wrapped_method, _wrap_method
