@@ -110,8 +110,11 @@ class Gated(nn.Module):
         return y
 
 
-def test_static_argnums_count_the_arguments_as_the_caller_writes_them():
-    model = nn.remat(Gated, static_argnums=(1,))()
+@pytest.mark.parametrize(
+    'kwargs', [{'static_argnums': (2,)}, {'static_argnums': 2}, {'static_call_argnums': (1,)}]
+)
+def test_static_argnums_count_self_as_flax_and_static_call_argnums_do_not(kwargs):
+    model = nn.remat(Gated, **kwargs)()
     variables = model.init(jax.random.key(0), X, True)
     y_train = model.apply(variables, X, True)
     y_eval = model.apply(variables, X, False)
@@ -122,7 +125,7 @@ def test_static_argnums_count_the_arguments_as_the_caller_writes_them():
 
 def test_static_argnums_on_a_decorated_method():
     class GatedMethod(nn.Module):
-        @functools.partial(nn.remat, static_argnums=(1,))
+        @functools.partial(nn.remat, static_argnums=(2,))
         @nn.compact
         def __call__(self, x, train):
             y = Dense(4)(x)
@@ -230,3 +233,10 @@ def test_remat_scan_with_broadcast_params_shares_one_block():
     for _ in range(4):
         expected = jnp.tanh(expected @ w)
     np.testing.assert_allclose(model.apply(variables, x), expected, rtol=1e-5)
+
+
+def test_static_argnums_zero_is_self_and_refused():
+    from linen.transforms.errors import TransformArgumentError
+
+    with pytest.raises(TransformArgumentError, match='argument 0 is `self`'):
+        nn.remat(Gated, static_argnums=(0,))

@@ -26,6 +26,25 @@ def merge_static(dynamic: tuple, static: dict[int, Any]) -> tuple:
     return tuple(out)
 
 
+def flax_argnums_to_call(static_argnums: int | Sequence[int]) -> tuple[int, ...]:
+    """``nn.remat``'s Flax-counted ``static_argnums`` (``self`` is 0) as call indices.
+
+    Flax leaves negative indices undefined; here they count from the last argument.
+    """
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    out = []
+    for i in static_argnums:
+        if i == 0:
+            raise TransformArgumentError(
+                'nn.remat(static_argnums=(0, ...)): argument 0 is `self`, which is always '
+                'static. Flax counts `self` as 0, so `__call__(self, x, train)` marks `train` '
+                'with static_argnums=(2,) (or static_call_argnums=(1,)).'
+            )
+        out.append(i - 1 if i > 0 else i)
+    return tuple(out)
+
+
 def check_concrete(concrete: bool) -> None:
     """``concrete=True`` is refused where the transform is declared, not at first call."""
     if concrete:
