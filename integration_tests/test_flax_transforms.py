@@ -173,3 +173,33 @@ def test_jit_params_differ_from_flax_but_equal_our_unjitted():
     np.testing.assert_allclose(
         ours_plain['params']['d']['kernel'], flax_plain['params']['d']['kernel'], rtol=1e-6
     )
+
+
+def _assert_same(a, b):
+    assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
+    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-6, atol=1e-7)
+
+
+def _gated(nn):
+    class Gated(nn.Module):
+        @nn.compact
+        def __call__(self, x, train):
+            y = nn.Dense(4)(x)
+            return nn.relu(y) if train else y  # Python control flow: train must be static
+
+    return Gated
+
+
+@pytest.mark.parametrize('train', [True, False])
+def test_remat_static_argnums_count_self_as_flax(train):
+    x = jnp.linspace(-1.0, 1.0, 6).reshape(2, 3)
+    out = []
+    for nn in (flax_nn, linen_nn):
+        model = nn.remat(_gated(nn), static_argnums=(2,))()
+        variables = model.init(jax.random.key(0), x, train)
+        out.append((variables, model.apply(variables, x, train)))
+    _assert_same(out[0], out[1])
+    flax_vars = out[0][0]
+    linen_call = linen_nn.remat(_gated(linen_nn), static_call_argnums=(1,))()
+    _assert_same(linen_call.apply(flax_vars, x, train), out[0][1])

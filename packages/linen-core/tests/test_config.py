@@ -94,3 +94,41 @@ def test_shape_check_flag_reaches_scope(restore_flags):
     config.update('linen_shape_check', True)
     with pytest.raises(errors.ScopeParamShapeError):
         apply(fn)(wrong)
+
+
+def test_temp_flip_flag_sets_and_restores(restore_flags):
+    assert config.linen_return_frozendict is False
+    with config.temp_flip_flag('return_frozendict', True):
+        assert config.linen_return_frozendict is True
+        assert config.flax_return_frozendict is True
+    assert config.linen_return_frozendict is False
+
+
+def test_temp_flip_flag_restores_on_error(restore_flags):
+    with pytest.raises(RuntimeError, match='boom'):
+        with config.temp_flip_flag('flax_preserve_adopted_names', True):
+            raise RuntimeError('boom')
+    assert config.linen_preserve_adopted_names is False
+
+
+def test_int_flag_takes_int_or_none(restore_flags):
+    config.update('flax_max_repr_depth', 2)
+    assert config.linen_max_repr_depth == 2
+    config.update('linen_max_repr_depth', None)
+    assert config.flax_max_repr_depth is None
+    with pytest.raises(errors.ConfigError, match='takes an int or None'):
+        config.update('linen_max_repr_depth', 'deep')
+
+
+def test_flax_environment_names_are_read(monkeypatch):
+    monkeypatch.delenv('LINEN_MAX_REPR_DEPTH', raising=False)
+    monkeypatch.setenv('FLAX_MAX_REPR_DEPTH', '3')
+    monkeypatch.setenv('FLAX_RETURN_FROZENDICT', 'true')
+    fresh = Config()
+    assert fresh.linen_max_repr_depth == 3
+    assert fresh.linen_return_frozendict is True
+
+
+def test_unknown_flag_is_a_lookup_error():
+    with pytest.raises(LookupError, match='Unknown linen config flag'):
+        config.update('flax_nope', True)

@@ -167,3 +167,34 @@ def test_bind_keeps_rng_streams():
     k = scope.make_rng('noise')
     want = jax.random.fold_in(jax.random.key(2), expected_int(b'\x01'))
     assert np.array_equal(jax.random.key_data(k), jax.random.key_data(want))
+
+
+def test_fix_rng_separator_hashes_a_nul_before_each_item():
+    import hashlib
+
+    from linen.core import config
+    from linen.core._rng import path_hash
+
+    def expected(data: bytes) -> int:
+        return int.from_bytes(hashlib.sha1(data).digest()[:4], 'big')
+
+    assert path_hash(('ab', 'c')) == path_hash(('a', 'bc')) == expected(b'abc')
+    with config.temp_flip_flag('fix_rng_separator', True):
+        assert path_hash(('ab', 'c')) == expected(b'\x00ab\x00c')
+        assert path_hash(('a', 1)) == expected(b'\x00a\x00\x01')
+        assert path_hash(('ab', 'c')) != path_hash(('a', 'bc'))
+    assert path_hash(('ab', 'c')) == expected(b'abc')
+
+
+def test_lazy_rng_create_and_as_jax_rng():
+    import jax
+
+    from linen.core import LazyRng
+    from linen.core._rng import fold_in_path
+
+    key = jax.random.key(0)
+    rng = LazyRng.create(LazyRng.create(key, 'a'), 2)
+    assert rng.rng is key and rng.suffix == ('a', 2)
+    want = jax.random.key_data(fold_in_path(key, ('a', 2)))
+    assert (jax.random.key_data(rng.as_jax_rng()) == want).all()
+    assert rng.clear_suffix().suffix == () and rng.clear_suffix().rng is key

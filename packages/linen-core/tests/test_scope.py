@@ -353,3 +353,38 @@ def test_scope_repr_and_root():
     scope = bind({})
     assert repr(scope.push('a')) == "Scope(path='a')"
     assert isinstance(scope, Scope)
+
+
+def test_scope_takes_flax_constructor_arguments():
+    import jax.numpy as jnp
+
+    from linen.core import Scope, errors
+
+    key = jax.random.key(0)
+    scope = Scope({}, rngs={'params': key}, name=None, mutable=True, path=('a', 'b'))
+    w = scope.param('w', jax.nn.initializers.ones, (2,))
+    assert scope.path == ('a', 'b')
+    assert jnp.array_equal(scope.variables()['params']['w'], w)
+    frozen = Scope({'params': {'w': w}}, mutable=False)
+    with pytest.raises(errors.ModifyScopeVariableError):
+        frozen.put_variable('params', 'w', w)
+    with pytest.raises(errors.ApplyScopeInvalidVariablesTypeError):
+        Scope([1, 2])
+
+
+def test_push_with_a_function_binds_a_child_scope():
+    from linen.core import init
+
+    def leaf(scope, x, scale):
+        return x * scope.param('s', jax.nn.initializers.ones, ())
+
+    def model(scope, x):
+        a = scope.push(leaf, 'first', scale=1)(x)
+        b = scope.push(leaf, prefix='leaf_', named_call=False, scale=2)(x)
+        c = scope.push(name='plain')
+        return a + b, c.path
+
+    (y, path), variables = init(model)(jax.random.key(0), 1.0)
+    assert set(variables['params']) == {'first', 'leaf_0'}
+    assert path == ('plain',)
+    assert y == 2.0

@@ -29,6 +29,7 @@ def _seed_code_relies_on_rank_promotion():
     with jax.numpy_rank_promotion('allow'):
         yield
 
+
 lecun_normal = jax.nn.initializers.lecun_normal
 zeros_init = jax.nn.initializers.zeros
 

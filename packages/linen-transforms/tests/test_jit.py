@@ -260,7 +260,9 @@ def test_method_decorator_and_methods_argument():
     # the submodule's key is derived from its path 'd' below the root
     assert variables['params']['d']['w'].shape == (4, 3)
     p = variables['params']['d']
-    np.testing.assert_allclose(Twice().apply(variables, X), 2 * (X @ p['w'] + p['b'][None]), rtol=1e-6)
+    np.testing.assert_allclose(
+        Twice().apply(variables, X), 2 * (X @ p['w'] + p['b'][None]), rtol=1e-6
+    )
     assert plain['params']['w'].shape == (4, 3)
 
     J = nn.jit(WithEncode, methods=['encode'])

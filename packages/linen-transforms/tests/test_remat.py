@@ -110,8 +110,11 @@ class Gated(nn.Module):
         return y
 
 
-def test_static_argnums_count_the_arguments_as_the_caller_writes_them():
-    model = nn.remat(Gated, static_argnums=(1,))()
+@pytest.mark.parametrize(
+    'kwargs', [{'static_argnums': (2,)}, {'static_argnums': 2}, {'static_call_argnums': (1,)}]
+)
+def test_static_argnums_count_self_as_flax_and_static_call_argnums_do_not(kwargs):
+    model = nn.remat(Gated, **kwargs)()
     variables = model.init(jax.random.key(0), X, True)
     y_train = model.apply(variables, X, True)
     y_eval = model.apply(variables, X, False)
@@ -122,7 +125,7 @@ def test_static_argnums_count_the_arguments_as_the_caller_writes_them():
 
 def test_static_argnums_on_a_decorated_method():
     class GatedMethod(nn.Module):
-        @functools.partial(nn.remat, static_argnums=(1,))
+        @functools.partial(nn.remat, static_argnums=(2,))
         @nn.compact
         def __call__(self, x, train):
             y = Dense(4)(x)
@@ -232,9 +235,9 @@ def test_remat_scan_with_broadcast_params_shares_one_block():
     np.testing.assert_allclose(model.apply(variables, x), expected, rtol=1e-5)
 
 
-@pytest.mark.parametrize('static_argnums', [(5,), 2, (1, -3)])
+@pytest.mark.parametrize('static_argnums', [(5,), 3, (1, -3)])
 def test_static_argnums_past_the_arguments_is_an_argument_error(static_argnums):
-    # Gated.__call__(self, x, train): indices -2..1 exist; Flax raises a ValueError too.
+    # Gated.__call__(self, x, train): Flax-counted indices 1, 2 (and -2, -1) exist.
     with pytest.raises(
         TransformArgumentError, match=r'past the arguments of Gated.__call__\(x, train\)'
     ):
@@ -245,7 +248,7 @@ def test_static_argnums_past_a_decorated_methods_arguments_is_an_argument_error(
     with pytest.raises(TransformArgumentError, match=r'range\(-1, 1\)'):
 
         class Bad(nn.Module):
-            @functools.partial(nn.remat, static_argnums=(1,))
+            @functools.partial(nn.remat, static_argnums=(2,))
             def __call__(self, x):
                 return x
 
@@ -258,3 +261,10 @@ def test_static_argnums_within_the_arguments_or_after_star_args_is_accepted():
     nn.remat(Gated, static_argnums=(-1, 1))
     nn.remat(Star, static_argnums=(7,))
     assert issubclass(TransformArgumentError, ValueError)  # Flax's `except ValueError` holds
+
+
+def test_static_argnums_zero_is_self_and_refused():
+    from linen.transforms.errors import TransformArgumentError
+
+    with pytest.raises(TransformArgumentError, match='argument 0 is `self`'):
+        nn.remat(Gated, static_argnums=(0,))

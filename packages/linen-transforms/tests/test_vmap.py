@@ -185,7 +185,9 @@ def test_axis_name_reaches_collectives_inside():
 
     model = nn.vmap(Center, variable_axes={}, split_rngs={}, axis_name='batch')()
     x = jax.random.normal(jax.random.key(1), (5, 3))
-    np.testing.assert_allclose(model.apply({}, x), x - x.mean(0, keepdims=True), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        model.apply({}, x), x - x.mean(0, keepdims=True), rtol=1e-5, atol=1e-6
+    )
 
 
 # ----------------------------------------------------------------- collections

@@ -13,6 +13,7 @@ import importlib as _importlib
 from linen.core import errors as errors
 from linen.core.__about__ import __version__ as __version__
 from linen.core._filters import DenyList as DenyList
+from linen.core._filters import group_collections as group_collections
 from linen.core._filters import in_filter as in_filter
 from linen.core._filters import intersect_filters as intersect_filters
 from linen.core._filters import subtract_filters as subtract_filters
@@ -21,6 +22,8 @@ from linen.core._plugins import get_plugin_manager as get_plugin_manager
 from linen.core._plugins import load_errors as plugin_load_errors
 from linen.core._plugins import register as register_plugin
 from linen.core._plugins import unregister as unregister_plugin
+from linen.core._rng import LazyRng as LazyRng
+from linen.core._scope import Array as Array
 from linen.core._scope import Scope as Scope
 from linen.core._scope import Variable as Variable
 from linen.core._scope import apply as apply
@@ -51,10 +54,15 @@ _LAZY = {
     'serialization': None,
     'spmd': None,
     'frozen_dict': None,
+    'scope': None,
 }
 
 __all__ = [
     '__version__',
+    'Array',
+    'LazyRng',
+    'group_collections',
+    'scope',
     'AxisMetadata',
     'PARTITION_NAME',
     'Partitioned',

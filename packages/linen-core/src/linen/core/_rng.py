@@ -18,7 +18,16 @@ import numpy as np
 
 from linen.core.errors import InvalidRngError
 
-__all__ = ['RngStream', 'fold_in_path', 'path_hash', 'is_valid_rng', 'check_rngs']
+_FIX_SEPARATOR: list[bool] = [False]
+
+
+def _set_fix_separator(name: str, value: Any) -> None:
+    # Read on every hash; a list cell costs less than a config attribute lookup.
+    if name == 'linen_fix_rng_separator':
+        _FIX_SEPARATOR[0] = bool(value)
+
+
+__all__ = ['LazyRng', 'RngStream', 'fold_in_path', 'path_hash', 'is_valid_rng', 'check_rngs']
 
 
 def _item_bytes(item: str | int) -> bytes:
@@ -31,7 +40,13 @@ def _item_bytes(item: str | int) -> bytes:
 
 def path_hash(items: tuple[str | int, ...]) -> int:
     """The unsigned 32-bit integer folded into the key for ``items``."""
-    digest = hashlib.sha1(b''.join(map(_item_bytes, items))).digest()
+    if _FIX_SEPARATOR[0]:
+        # flax_fix_rng_separator: a NUL before each item, so ('ab', 'c') and
+        # ('a', 'bc') no longer hash alike (Flax's opt-in fix; off by default).
+        data = b''.join(b'\x00' + _item_bytes(item) for item in items)
+    else:
+        data = b''.join(map(_item_bytes, items))
+    digest = hashlib.sha1(data).digest()
     return int.from_bytes(digest[:4], byteorder='big')
 
 
@@ -61,8 +76,39 @@ class RngStream:
         """The same path over another root key (a split of this one, say)."""
         return RngStream(key, self.path)
 
+    # -- Flax's LazyRng spelling ---------------------------------------------------
+
+    @property
+    def rng(self) -> Any:
+        """The root key (Flax's ``LazyRng.rng``)."""
+        return self.key
+
+    @property
+    def suffix(self) -> tuple[str | int, ...]:
+        """The names folded in on use (Flax's ``LazyRng.suffix``)."""
+        return self.path
+
+    @classmethod
+    def create(cls, rng: Any, *suffix: str | int) -> RngStream:
+        """A stream over ``rng`` (a key or a stream) with ``suffix`` appended."""
+        if isinstance(rng, RngStream):
+            return RngStream(rng.key, rng.path + suffix)
+        return RngStream(rng, suffix)
+
+    def as_jax_rng(self) -> Any:
+        """The key this stream stands for: the suffix folded into the root key."""
+        return fold_in_path(self.key, self.path)
+
+    def clear_suffix(self) -> RngStream:
+        """The root key alone, its pending suffix dropped (as Flax's ``LazyRng``)."""
+        return RngStream(self.key, ())
+
     def __repr__(self) -> str:
         return f'RngStream(path={self.path})'
+
+
+# Flax calls a key plus a pending path a LazyRng; it is the same thing.
+LazyRng = RngStream
 
 
 def is_valid_rng(rng: Any) -> bool:
@@ -98,3 +144,13 @@ def _bad_rng_message(rng: Any, where: str) -> str:
         f'jax.random.PRNGKey(seed), or a dict of stream name -> key; got '
         f'{type(rng).__name__} {getattr(rng, "dtype", "")}{getattr(rng, "shape", "")}.'
     )
+
+
+def _follow_config() -> None:
+    from linen.core.config import config
+
+    _FIX_SEPARATOR[0] = bool(config.linen_fix_rng_separator)
+    config.on_change(_set_fix_separator)
+
+
+_follow_config()

@@ -24,10 +24,12 @@ import numpy as np
 
 from linen.core import errors
 from linen.core._filters import Filter, in_filter
-from linen.core._rng import RngStream, check_rngs
+from linen.core._rng import LazyRng, RngStream, check_rngs
 from linen.core.config import config
 
-__all__ = ['Scope', 'Variable', 'init', 'apply', 'bind', 'lazy_init']
+__all__ = ['Array', 'LazyRng', 'Scope', 'Variable', 'init', 'apply', 'bind', 'lazy_init']
+
+Array = jax.Array
 
 _ABSENT = object()
 _CHILD = object()  # marks child entries in a scope's rng counters
@@ -241,17 +243,36 @@ class Scope:
 
     def __init__(
         self,
-        root: _Root,
+        variables: Mapping[str, Any] | _Root,
+        rngs: Mapping[str, Any] | None = None,
         name: str | None = None,
+        mutable: Filter = False,
         parent: Scope | None = None,
-        rngs: dict[str, RngStream] | None = None,
-        rng_counters: dict[str, int] | None = None,
+        path: Any = (),
+        debug_path: Any = (),
         flags: Mapping[str, Any] | None = None,
+        *,
+        rng_counters: dict[str, int] | None = None,
     ):
-        self._root = root
+        """Flax's signature: a scope over ``variables`` (the collections at ``path``).
+
+        ``rngs`` maps stream names to keys (or :class:`LazyRng` streams);
+        ``mutable`` filters the collections that may change. ``path`` only names
+        the scope in messages: the variables given are the scope's own, and rng
+        keys are used as given. Internally the first argument is the state shared
+        by all scopes of one binding.
+        """
+        if not isinstance(variables, _Root):
+            variables, rngs, flags = _root_from_flax_arguments(
+                variables, rngs, mutable, path, flags
+            )
+        self._root = variables
         self.name = name
         self.parent = parent
-        self.path = () if parent is None else parent.path + (name,)
+        if path and parent is None:
+            self.path = tuple(path)
+        else:
+            self.path = () if parent is None else parent.path + (name,)
         self.reservations: dict[str, set] = {}
         # stream name -> count, and (_CHILD, child name) -> the child's counters:
         # a child pushed again (a compact method called twice) continues counting.
@@ -340,8 +361,8 @@ class Scope:
         """
         scope = Scope(
             self._root,
-            self.name,
-            self.parent,
+            name=self.name,
+            parent=self.parent,
             rngs=self._rngs,
             rng_counters={} if rewind_rngs else self.rng_counters,
             flags=self.flags,
@@ -350,8 +371,19 @@ class Scope:
         scope._cols = self._cols
         return scope
 
-    def push(self, name: str | None = None, prefix: str = '', reuse: bool = False) -> Scope:
-        """A child scope called ``name`` (or the next free ``prefix{i}``)."""
+    def push(self, *args: Any, **kwargs: Any) -> Any:
+        """``push(name=None, prefix='', reuse=False)``: a child scope called ``name``.
+
+        Without a name the child takes the next free ``prefix{i}``. Given a
+        function first, ``push(fn, name=None, prefix=None, named_call=True,
+        **partial_kwargs)`` is :meth:`child`: ``fn`` bound to a new child scope
+        (the spelling the profiling seed documents).
+        """
+        if args and callable(args[0]):
+            return self.child(*args, **kwargs)
+        return self._push_scope(*args, **kwargs)
+
+    def _push_scope(self, name: str | None = None, prefix: str = '', reuse: bool = False) -> Scope:
         self._check_valid()
         if name is None:
             name = self.default_name(prefix)
@@ -361,7 +393,7 @@ class Scope:
         counters = self.rng_counters.get(key)
         if counters is None:
             counters = self.rng_counters[key] = {}
-        return Scope(self._root, name, self, rngs=None, rng_counters=counters)
+        return Scope(self._root, name=name, parent=self, rngs=None, rng_counters=counters)
 
     def child(
         self,
@@ -442,12 +474,17 @@ class Scope:
         return tuple(c for c in self._root.variables if self._collection(c) is not None)
 
     def variables(self) -> dict[str, Any]:
-        """``{collection: {name: value}}`` of this scope and below."""
+        """``{collection: {name: value}}`` of this scope and below.
+
+        A FrozenDict when the ``return_frozendict`` flag is on (as in Flax).
+        """
         out = {}
         for col in self._root.variables:
             d = self._collection(col)
             if d is not None:
                 out[col] = d
+        if config.linen_return_frozendict:
+            return _freeze(out)
         return out
 
     def is_collection_empty(self, col: str) -> bool:
@@ -547,7 +584,31 @@ class Scope:
     def mutable_variables(self) -> dict[str, Any]:
         """The collections this binding may mutate, as plain dicts."""
         mutable = self._root.mutable
-        return {col: _thaw(v) for col, v in self._root.variables.items() if in_filter(mutable, col)}
+        out = {col: _thaw(v) for col, v in self._root.variables.items() if in_filter(mutable, col)}
+        if config.linen_return_frozendict:
+            return _freeze(out)
+        return out
+
+
+def _freeze(x: Any) -> Any:
+    from linen.core.frozen_dict import freeze
+
+    return freeze(x)
+
+
+def _root_from_flax_arguments(variables, rngs, mutable, path, flags):
+    """The shared state for a scope built with Flax's ``Scope(variables, ...)``."""
+    _check_variables(variables)
+    streams = {}
+    for stream, rng in (rngs or {}).items():
+        if isinstance(rng, RngStream):
+            streams[stream] = rng
+        else:
+            streams[stream] = RngStream(check_rngs({stream: rng})[stream])
+    own = {col: (_thaw(v) if in_filter(mutable, col) else v) for col, v in variables.items()}
+    flags = dict(flags or {})
+    flags.setdefault('shape_check', config.linen_shape_check)
+    return _Root(own, mutable, offset=len(tuple(path))), streams, flags
 
 
 def _thaw(x: Any) -> Any:

@@ -8,14 +8,22 @@ False
 Unlike Flax, whose flags are read once at import, :func:`update` takes effect at
 once: every listener registered with :func:`on_change` is told, so caches that
 depend on a flag (the dispatcher's wrapper chain, ``nn.jit``'s trace cache) drop
-themselves. Flax's names (``flax_profile``) are accepted as aliases.
+themselves. Flax's names (``flax_profile``) are accepted as aliases, and each flag
+is read from ``LINEN_<NAME>`` or else Flax's ``FLAX_<NAME>`` environment variable.
+
+>>> with config.temp_flip_flag('return_frozendict', True):
+...     config.flax_return_frozendict
+True
+>>> config.linen_return_frozendict
+False
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +41,15 @@ def _parse_bool(name: str, raw: str) -> bool:
     raise ConfigError(
         f'Environment variable {name}={raw!r} is not a boolean; use 1/0, true/false, on/off.'
     )
+
+
+def _parse_int(name: str, raw: str) -> int | None:
+    if raw.strip().lower() in ('', 'none'):
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f'Environment variable {name}={raw!r} is not an integer.') from None
 
 
 @dataclass(frozen=True)
@@ -64,8 +81,45 @@ _FLAGS = {
             False,
             'Raise (instead of warning once) on logical axis rules that cannot be right.',
         ),
+        Flag(
+            'linen_preserve_adopted_names',
+            'LINEN_PRESERVE_ADOPTED_NAMES',
+            False,
+            'When adopting Modules made outside a parent, keep a name they were given instead '
+            "of naming them after the attribute (a class attribute 'preserve_adopted_names' "
+            'overrides it per Module class).',
+        ),
+        Flag(
+            'linen_return_frozendict',
+            'LINEN_RETURN_FROZENDICT',
+            False,
+            'Return FrozenDicts (not dicts) from init/apply and Scope.variables().',
+        ),
+        Flag(
+            'linen_fix_rng_separator',
+            'LINEN_FIX_RNG_SEPARATOR',
+            False,
+            'Hash a NUL byte before each path item when deriving PRNG keys (changes every key; '
+            "Flax's fix for ('ab', 'c') and ('a', 'bc') colliding).",
+        ),
+        Flag(
+            'linen_filter_frames',
+            'LINEN_FILTER_FRAMES',
+            True,
+            "Accepted for Flax's sake; linen's own frames are not filtered (doing so needs "
+            "JAX's private traceback API).",
+        ),
+        Flag(
+            'linen_max_repr_depth',
+            'LINEN_MAX_REPR_DEPTH',
+            None,
+            'Maximum nesting depth of Module reprs (None: no limit); deeper Modules print as '
+            '"Name(...)".',
+        ),
     )
 }
+
+_INT_FLAGS = frozenset({'linen_max_repr_depth'})
 
 
 class Config:
@@ -76,8 +130,17 @@ class Config:
         self._listeners: list[Callable[[str, Any], None]] = []
         self._lock = threading.Lock()
         for flag in _FLAGS.values():
-            raw = os.environ.get(flag.env)
-            self._values[flag.name] = flag.default if raw is None else _parse_bool(flag.env, raw)
+            env = flag.env
+            raw = os.environ.get(env)
+            if raw is None:
+                env = 'FLAX_' + flag.env[len('LINEN_') :]
+                raw = os.environ.get(env)
+            if raw is None:
+                self._values[flag.name] = flag.default
+            elif flag.name in _INT_FLAGS:
+                self._values[flag.name] = _parse_int(env, raw)
+            else:
+                self._values[flag.name] = _parse_bool(env, raw)
 
     @staticmethod
     def _canonical(name: str) -> str:
@@ -101,11 +164,30 @@ class Config:
         default = _FLAGS[name].default
         if isinstance(default, bool) and not isinstance(value, bool):
             raise ConfigError(f'Flag {name} takes a bool, got {value!r}.')
+        if name in _INT_FLAGS and not (
+            value is None or (isinstance(value, int) and not isinstance(value, bool))
+        ):
+            raise ConfigError(f'Flag {name} takes an int or None, got {value!r}.')
         with self._lock:
             self._values[name] = value
             listeners = list(self._listeners)
         for listener in listeners:
             listener(name, value)
+
+    @contextlib.contextmanager
+    def temp_flip_flag(self, var_name: str, var_value: Any) -> Iterator[None]:
+        """Set a flag inside a ``with`` block, restoring it on exit (as Flax's).
+
+        ``var_name`` is the flag's name without its prefix (``'return_frozendict'``),
+        as Flax spells it; a full ``flax_``/``linen_`` name works too.
+        """
+        name = var_name if var_name.startswith(('flax_', 'linen_')) else 'linen_' + var_name
+        old = getattr(self, name)
+        self.update(name, var_value)
+        try:
+            yield
+        finally:
+            self.update(name, old)
 
     def on_change(self, listener: Callable[[str, Any], None]) -> None:
         """Call ``listener(name, value)`` after every :meth:`update`."""

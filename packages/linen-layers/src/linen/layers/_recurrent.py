@@ -43,48 +43,6 @@ def _where(module) -> str:
     return f'{type(module).__name__} {module.name!r}' if module.name else type(module).__name__
 
 
-<<<<<<< HEAD
-=======
-class RNNCarryShapeError(LinenError, ValueError):
-    """A cell got a carry whose feature size is not the cell's ``features``.
-
-    >>> x = jnp.ones((1, 3))
-    >>> cell = nn.LSTMCell(8)
-    >>> carry = cell.initialize_carry(jax.random.key(0), x.shape)
-    >>> variables = cell.init(jax.random.key(0), carry, x)
-    >>> c4 = h4 = jnp.zeros((1, 4))
-    >>> cell.apply(variables, (c4, h4), x)
-    Traceback (most recent call last):
-    ...
-    RNNCarryShapeError: ...
-    """
-
-    def __init__(self, where: str, features: int, got):
-        super().__init__(
-            f'{where}: the carry has shape {tuple(got)}, but the cell has features='
-            f'{features}, so its last axis should be {features}. Build the carry with '
-            '`cell.initialize_carry(rng, input_shape)`.'
-        )
-
-
-class RNNInputShapeError(LinenError, ValueError):
-    """``RNN`` inputs have no time axis, or ``seq_lengths`` does not match the batch.
-
-    >>> nn.RNN(nn.LSTMCell(4)).init(jax.random.key(0), jnp.ones((3,)))  # no time axis
-    Traceback (most recent call last):
-    ...
-    RNNInputShapeError: ...
-    """
-
-    def __init__(self, where: str, what: str):
-        super().__init__(
-            f'{where}: {what}. Inputs are [batch..., time, features...] (or [time, batch..., '
-            'features...] with time_major=True) where the cell has num_feature_axes feature '
-            'axes; seq_lengths is an integer array of the batch shape.'
-        )
-
-
->>>>>>> contracts
 # ----------------------------------------------------------------------------- cells
 
 

@@ -7,18 +7,11 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-<<<<<<< HEAD
-from linen.core import errors
-from linen.core._filters import DenyList, Filter, union_filters
-from linen.core._scope import apply as core_apply
-from linen.core._scope import init as core_init
-from linen.core.errors import MergeParamError as MergeParamError
-=======
 from linen.core import DenyList, errors, union_filters
 from linen.core import apply as core_apply
 from linen.core import init as core_init
+from linen.core.errors import MergeParamError as MergeParamError
 from linen.core.lifting import Filter
->>>>>>> contracts
 from linen.module._module import Module
 
 __all__ = ['apply', 'init', 'init_with_output', 'merge_param', 'share_scope', 'MergeParamError']

@@ -24,6 +24,7 @@ from linen.core import DenyList, Scope, Variable, errors, union_filters
 from linen.core import bind as core_bind
 from linen.core import init as core_init
 from linen.core import lazy_init as core_lazy_init
+from linen.core.config import config
 from linen.core.lifting import Filter, binding_variables, thaw
 from linen.module import _capture
 from linen.module._decorators import compact, compact_name_scope, nowrap
@@ -315,10 +316,18 @@ class Module:
     def _register_submodules(self, name: str, value: Any) -> Any:
         queue: list[Module] = []
         cache: dict[int, Module] = {}
+        preserve = getattr(type(self), 'preserve_adopted_names', None)
+        if preserve is None:
+            preserve = config.linen_preserve_adopted_names
 
         def adopt(suffix: str, module: Module) -> Module:
+            kept_name = None
             if module.parent is None:
-                # Created outside any module: a clone belongs to this one.
+                # Created outside any module: a clone belongs to this one. It is
+                # named after the attribute unless the preserve_adopted_names flag
+                # keeps a name it was given (config systems name modules so).
+                if preserve:
+                    kept_name = module.__dict__['name']
                 key = id(module)
                 if key not in cache:
                     cache[key] = module.clone(parent=None, name=None, _deep_clone=True)
@@ -327,7 +336,7 @@ class Module:
             # module that holds them.
             if module.__dict__['name'] is None:
                 module.__dict__['parent'] = self
-                module.__dict__['name'] = f'{name}{suffix}'
+                module.__dict__['name'] = kept_name or f'{name}{suffix}'
                 queue.append(module)
             return module
 

@@ -6,12 +6,20 @@ import dataclasses
 from typing import Any
 
 
-def module_repr(module: Any) -> str:
-    """``ClassName(# attributes ... # children ...)``, children indented."""
+def module_repr(module: Any, depth: int = 1) -> str:
+    """``ClassName(# attributes ... # children ...)``, children indented.
+
+    Modules nested deeper than the ``max_repr_depth`` flag print as ``ClassName(...)``.
+    """
+    from linen.core import config
     from linen.module._module import Module
 
     pad = '    '
     cls = type(module)
+    max_depth = config.linen_max_repr_depth
+    if max_depth is not None and depth > max_depth:
+        return f'{cls.__name__}(...)'
+
     fields = [f for f in dataclasses.fields(module) if f.name not in ('parent',) and f.repr]
     lines = [f'{cls.__name__}(']
     attrs = []
@@ -20,7 +28,7 @@ def module_repr(module: Any) -> str:
         if f.name == 'name' and value is None:
             continue
         if isinstance(value, Module):
-            attrs.append(f'{pad}{f.name} = {_indent(module_repr(value), pad)}')
+            attrs.append(f'{pad}{f.name} = {_indent(module_repr(value, depth + 1), pad)}')
         else:
             attrs.append(f'{pad}{f.name} = {value!r}')
     if attrs:
@@ -37,7 +45,7 @@ def module_repr(module: Any) -> str:
     if children:
         lines.append(f'{pad}# children')
         for k, v in children:
-            lines.append(f'{pad}{k} = {_indent(module_repr(v), pad)}')
+            lines.append(f'{pad}{k} = {_indent(module_repr(v, depth + 1), pad)}')
     if len(lines) == 1:
         return f'{cls.__name__}()'
     lines.append(')')

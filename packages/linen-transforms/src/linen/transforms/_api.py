@@ -95,24 +95,32 @@ def checkpoint(
     static_argnums: int | Sequence[int] = (),
     policy: Callable | None = None,
     methods: Sequence[str] | None = None,
+    *,
+    static_call_argnums: int | Sequence[int] = (),
 ) -> Any:
     """Recompute a Module's activations on the backward pass (``jax.checkpoint``).
 
-    ``static_argnums`` count the call's arguments as the caller writes them:
-    for ``module(x, train)``, ``train`` is 1.
+    ``static_argnums`` count as Flax's do, ``self`` being 0: for
+    ``__call__(self, x, train)``, ``train`` is 2. ``static_call_argnums`` count
+    the call's arguments as the caller writes them, ``module(x, train)``:
+    ``train`` is 1. Negative indices count from the last argument in both.
     """
     _remat.check_concrete(concrete)
+    call_argnums = _remat.flax_argnums_to_call(static_argnums)
+    if isinstance(static_call_argnums, int):
+        static_call_argnums = (static_call_argnums,)
+    call_argnums = tuple(sorted(set(call_argnums) | set(static_call_argnums)))
 
     def make(body):
-        return _remat.checkpoint(body, prevent_cse, static_argnums, policy, concrete)
+        return _remat.checkpoint(body, prevent_cse, call_argnums, policy, concrete)
 
     lifted = lift('Checkpoint', target, make, methods)  # a bad target fails here first
-    if static_argnums != ():
+    if call_argnums:
         if isinstance(target, type):
             for method_name in methods or ('__call__',):
-                _remat.check_static_argnums(static_argnums, getattr(target, method_name))
+                _remat.check_static_argnums(call_argnums, getattr(target, method_name))
         else:
-            _remat.check_static_argnums(static_argnums, target)
+            _remat.check_static_argnums(call_argnums, target)
     return lifted
 
 

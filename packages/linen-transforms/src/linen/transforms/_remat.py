@@ -27,6 +27,25 @@ def merge_static(dynamic: tuple, static: dict[int, Any]) -> tuple:
     return tuple(out)
 
 
+def flax_argnums_to_call(static_argnums: int | Sequence[int]) -> tuple[int, ...]:
+    """``nn.remat``'s Flax-counted ``static_argnums`` (``self`` is 0) as call indices.
+
+    Flax leaves negative indices undefined; here they count from the last argument.
+    """
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    out = []
+    for i in static_argnums:
+        if i == 0:
+            raise TransformArgumentError(
+                'nn.remat(static_argnums=(0, ...)): argument 0 is `self`, which is always '
+                'static. Flax counts `self` as 0, so `__call__(self, x, train)` marks `train` '
+                'with static_argnums=(2,) (or static_call_argnums=(1,)).'
+            )
+        out.append(i - 1 if i > 0 else i)
+    return tuple(out)
+
+
 def check_concrete(concrete: bool) -> None:
     """``concrete=True`` is refused where the transform is declared, not at first call."""
     if concrete:
@@ -36,15 +55,14 @@ def check_concrete(concrete: bool) -> None:
         )
 
 
-def check_static_argnums(static_argnums: int | Sequence[int], method: Callable) -> None:
+def check_static_argnums(call_argnums: Sequence[int], method: Callable) -> None:
     """Refuse, where the transform is declared, an index past the method's arguments.
 
-    Indices count the arguments as the caller writes them (``self`` excluded). A
+    ``call_argnums`` count the arguments as the caller writes them (``self``
+    excluded: ``static_argnums`` already converted, or ``static_call_argnums``). A
     method taking ``*args`` accepts any index; an index of an argument the caller
     leaves at its default is allowed (that argument is simply not static then).
     """
-    if isinstance(static_argnums, int):
-        static_argnums = (static_argnums,)
     try:
         params = list(inspect.signature(method).parameters.values())[1:]
     except (TypeError, ValueError):  # no introspectable signature (a builtin, a C function)
@@ -53,15 +71,16 @@ def check_static_argnums(static_argnums: int | Sequence[int], method: Callable) 
         return
     positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     n = len(positional)
-    bad = [i for i in static_argnums if not -n <= i < n]
+    bad = [i for i in call_argnums if not -n <= i < n]
     if bad:
         name = getattr(method, '__qualname__', getattr(method, '__name__', repr(method)))
         raise TransformArgumentError(
-            f'remat(static_argnums={tuple(static_argnums)}): index {bad[0]} is past the '
-            f'arguments of {name}({", ".join(positional)}), which takes {n} positional '
-            f'argument(s) after self, so static_argnums must lie in range({-n}, {n}). '
-            'Count the arguments as the caller writes them: for `module(x, train)`, '
-            '`train` is 1.'
+            f'nn.remat: static argument {bad[0]} (counted as the caller writes the call, '
+            f'`self` excluded) is past the arguments of {name}({", ".join(positional)}), '
+            f'which takes {n} positional argument(s) after self: call indices must lie in '
+            f'range({-n}, {n}). static_argnums count `self` as 0 as in Flax (for '
+            '`__call__(self, x, train)`, `train` is 2); static_call_argnums count as the '
+            'caller writes `module(x, train)` (`train` is 1).'
         )
 
 

@@ -1,0 +1,173 @@
+"""The functional core against flax.core as an oracle: Scope built with Flax's
+arguments, LazyRng, the filter algebra, push/child, and the config flags that
+change the core's results.
+
+Each program is written once over a ``core`` namespace and run with Flax's and
+linen's; variables and outputs must agree exactly.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+pytest.importorskip('flax')
+pytestmark = pytest.mark.flax
+
+import flax  # noqa: E402
+import flax.core as flax_core  # noqa: E402
+import flax.core.scope as flax_scope  # noqa: E402
+
+import linen.core as linen_core  # noqa: E402
+import linen.core.scope as linen_scope  # noqa: E402
+from linen.core import config as linen_config  # noqa: E402
+
+CORES = [(flax_core, flax.config), (linen_core, linen_config)]
+
+
+def dense(scope, x, features=3):
+    kernel = scope.param('kernel', jax.nn.initializers.lecun_normal(), (x.shape[-1], features))
+    bias = scope.param('bias', jax.nn.initializers.normal(), (features,))
+    return x @ kernel + bias.reshape((1,) * (x.ndim - 1) + bias.shape)
+
+
+def mlp(scope, x):
+    h = scope.child(dense, 'hidden')(x, 4)
+    return scope.child(dense, name='out', features=2)(jax.nn.relu(h))
+
+
+def mlp_with_push(scope, x):
+    # The profiling seed's spelling (linen only): push(fn, ...) is child(fn, ...).
+    h = scope.push(dense, 'hidden')(x, 4)
+    return scope.push(dense, name='out', features=2)(jax.nn.relu(h))
+
+
+def _same_tree(a, b):
+    a, b = jax.tree_util.tree_flatten_with_path(a), jax.tree_util.tree_flatten_with_path(b)
+    assert [str(p) for p, _ in a[0]] == [str(p) for p, _ in b[0]]
+    for (_, x), (_, y) in zip(a[0], b[0]):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_scope_built_with_flax_arguments():
+    x = jnp.ones((2, 5))
+    key = jax.random.key(1)
+
+    def run(core):
+        scope = core.Scope({}, rngs={'params': key}, name=None, mutable=True, path=())
+        y = dense(scope, x)
+        return y, scope.variables()
+
+    (yf, vf), (yl, vl) = run(flax_core), run(linen_core)
+    _same_tree(vf, vl)
+    np.testing.assert_array_equal(yf, yl)
+
+    def frozen(core, variables):
+        scope = core.Scope(variables, rngs=None, mutable=False, path=('model',))
+        return dense(scope, x)
+
+    np.testing.assert_array_equal(frozen(flax_core, vf), frozen(linen_core, vl))
+
+
+def test_scope_with_lazy_rng_streams():
+    key = jax.random.key(3)
+    x = jnp.ones((1, 2))
+
+    def run(core, scope_mod):
+        rng = scope_mod.LazyRng.create(key, 'a', 7)
+        scope = core.Scope({}, rngs={'params': rng}, mutable=True)
+        dense(scope, x)
+        keys = rng.as_jax_rng(), rng.clear_suffix().as_jax_rng()
+        return scope.variables(), [jax.random.key_data(k) for k in keys]
+
+    _same_tree(run(flax_core, flax_scope), run(linen_core, linen_scope))
+
+
+def test_push_with_a_function_is_child():
+    key = jax.random.key(0)
+    x = jnp.ones((2, 3))
+    yf, vf = flax_core.init(mlp)(key, x)
+    yl, vl = linen_core.init(mlp_with_push)(key, x)
+    _same_tree(vf, vl)
+    np.testing.assert_array_equal(yf, yl)
+
+
+FILTERS = [True, False, 'params', ['params', 'stats'], ('cache',), flax_core.DenyList('params')]
+
+
+def _to_linen(f):
+    if isinstance(f, flax_core.DenyList):
+        return linen_core.DenyList(_to_linen(f.deny))
+    return f
+
+
+def _matches(scope_mod, f, names=('params', 'stats', 'cache', 'other')):
+    return tuple(scope_mod.in_filter(f, n) for n in names)
+
+
+@pytest.mark.parametrize('op', ['union_filters', 'intersect_filters', 'subtract_filters'])
+@pytest.mark.parametrize('a', FILTERS)
+@pytest.mark.parametrize('b', FILTERS)
+def test_filter_algebra(op, a, b):
+    want = _matches(flax_scope, getattr(flax_scope, op)(a, b))
+    got = _matches(linen_scope, getattr(linen_core, op)(_to_linen(a), _to_linen(b)))
+    assert got == want
+
+
+def test_group_collections():
+    xs = {'params': 1, 'stats': 2, 'cache': 3}
+    filters = ['params', True]
+    want = flax_scope.group_collections(xs, filters)
+    got = linen_core.group_collections(xs, filters)
+    assert [dict(g) for g in got] == [dict(g) for g in want]
+
+
+def test_array_is_jax_array():
+    # Flax's is the annotation Union[jax.Array, Any]; linen's is jax.Array itself,
+    # which annotates the same and also works with isinstance.
+    assert linen_core.Array is jax.Array
+    assert jax.Array in flax_core.Array.__args__
+
+
+@pytest.mark.parametrize('flag', [True, False])
+def test_fix_rng_separator_changes_keys_as_in_flax(flag):
+    key = jax.random.key(0)
+    x = jnp.ones((1, 3))
+    out = []
+    for core, config in CORES:
+        with config.temp_flip_flag('fix_rng_separator', flag):
+            out.append(core.init(mlp)(key, x)[1])
+    _same_tree(*out)
+    with linen_config.temp_flip_flag('fix_rng_separator', True):
+        on = linen_core.init(mlp)(key, x)[1]
+    off = linen_core.init(mlp)(key, x)[1]
+    assert not np.array_equal(on['params']['hidden']['kernel'], off['params']['hidden']['kernel'])
+
+
+@pytest.mark.parametrize('flag', [True, False])
+def test_return_frozendict(flag):
+    key = jax.random.key(0)
+    x = jnp.ones((1, 3))
+    kinds = []
+    for core, config in CORES:
+        with config.temp_flip_flag('return_frozendict', flag):
+            _, variables = core.init(mlp)(key, x)
+            _, state = core.apply(mlp, mutable=['params'])(variables, x)
+        kinds.append((type(variables).__name__, type(state).__name__))
+    assert kinds[0] == kinds[1]
+    assert kinds[1] == (('FrozenDict',) * 2 if flag else ('dict',) * 2)
+
+
+def test_temp_flip_flag_restores():
+    for _, config in CORES:
+        with config.temp_flip_flag('preserve_adopted_names', True):
+            assert config.flax_preserve_adopted_names is True
+        assert config.flax_preserve_adopted_names is False
+
+
+def test_unknown_flag_is_a_lookup_error():
+    for _, config in CORES:
+        with pytest.raises(LookupError):
+            config.update('flax_no_such_flag', True)
