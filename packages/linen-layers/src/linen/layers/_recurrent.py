@@ -1,4 +1,4 @@
-"""Recurrent cells and the errors of the recurrent layers.
+"""Recurrent cells.
 
 A cell maps ``(carry, inputs) -> (new_carry, outputs)`` for one time step and builds its
 initial carry with ``initialize_carry(rng, input_shape)``. The ``RNN`` wrapper that scans a
@@ -14,10 +14,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from linen.core.errors import LinenError
 from linen.layers._conv import Conv
 from linen.layers._linear import Dense, _with_rank
 from linen.layers.dtypes import promote_dtype
+from linen.layers.errors import RNNCarryShapeError
 from linen.module import Module, compact, nowrap
 
 Array = Any
@@ -40,34 +40,6 @@ def _where(module) -> str:
     if path:
         return f'{type(module).__name__} at "/{"/".join(path)}"'
     return f'{type(module).__name__} {module.name!r}' if module.name else type(module).__name__
-
-
-class RNNCarryShapeError(LinenError, ValueError):
-    """A cell got a carry whose feature size is not the cell's ``features``.
-
-    >>> nn.LSTMCell(8).apply(variables, (c4, h4), x)  # doctest: +SKIP
-    """
-
-    def __init__(self, where: str, features: int, got):
-        super().__init__(
-            f'{where}: the carry has shape {tuple(got)}, but the cell has features='
-            f'{features}, so its last axis should be {features}. Build the carry with '
-            '`cell.initialize_carry(rng, input_shape)`.'
-        )
-
-
-class RNNInputShapeError(LinenError, ValueError):
-    """``RNN`` inputs have no time axis, or ``seq_lengths`` does not match the batch.
-
-    >>> nn.RNN(nn.LSTMCell(4)).init(key, jnp.ones((3,)))  # doctest: +SKIP
-    """
-
-    def __init__(self, where: str, what: str):
-        super().__init__(
-            f'{where}: {what}. Inputs are [batch..., time, features...] (or [time, batch..., '
-            'features...] with time_major=True) where the cell has num_feature_axes feature '
-            'axes; seq_lengths is an integer array of the batch shape.'
-        )
 
 
 # ----------------------------------------------------------------------------- cells
@@ -93,9 +65,15 @@ class RNNCellBase(Module):
         raise NotImplementedError
 
 
-def _check_carry(cell, h):
-    if h.shape[-1] != cell.features:
-        raise RNNCarryShapeError(_where(cell), cell.features, h.shape)
+def _lstm_hidden_size(cell, c, h) -> int:
+    """The hidden size an LSTM step runs at: the carry's, as in Flax."""
+    if jnp.shape(c)[-1:] != jnp.shape(h)[-1:]:
+        raise RNNCarryShapeError(
+            _where(cell),
+            f'the carry (c, h) has shapes {tuple(jnp.shape(c))} and {tuple(jnp.shape(h))}; '
+            'c and h must have the same last (hidden) axis',
+        )
+    return jnp.shape(h)[-1]
 
 
 def _two_part_carry(cell, rng, input_shape, feature_axes):
@@ -129,7 +107,8 @@ class LSTMCell(RNNCellBase):
     no bias) and ``hi``, ``hf``, ``hg``, ``ho`` (recurrent kernels with bias).
 
     Attributes:
-      features: hidden size.
+      features: hidden size of `initialize_carry`; a step runs at the size of the carry it
+        is given (as in Flax).
       gate_fn: gate activation (default sigmoid).
       activation_fn: cell activation (default tanh).
       kernel_init: initializer of the input kernels.
@@ -162,10 +141,11 @@ class LSTMCell(RNNCellBase):
     def __call__(self, carry, inputs):
         """One step: ``((c, h), x) -> ((c', h'), h')``."""
         c, h = carry
-        _check_carry(self, h)
+        # Flax sizes the step from the carry; `features` only sizes initialize_carry.
+        hidden_features = _lstm_hidden_size(self, c, h)
         dense_h = functools.partial(
             Dense,
-            features=self.features,
+            features=hidden_features,
             use_bias=True,
             kernel_init=self.recurrent_kernel_init,
             bias_init=self.bias_init,
@@ -174,7 +154,7 @@ class LSTMCell(RNNCellBase):
         )
         dense_i = functools.partial(
             Dense,
-            features=self.features,
+            features=hidden_features,
             use_bias=False,
             kernel_init=self.kernel_init,
             dtype=self.dtype,
@@ -242,13 +222,13 @@ class OptimizedLSTMCell(LSTMCell):
     def __call__(self, carry, inputs):
         """One step: ``((c, h), x) -> ((c', h'), h')``."""
         c, h = carry
-        _check_carry(self, h)
+        hidden_features = _lstm_hidden_size(self, c, h)
         in_features = inputs.shape[-1]
         input_kernels, hidden_kernels, hidden_biases = [], [], []
         for gate in ('i', 'f', 'g', 'o'):
             kernel, _ = _GateKernels(
                 in_features,
-                self.features,
+                hidden_features,
                 False,
                 self.kernel_init,
                 self.bias_init,
@@ -257,8 +237,8 @@ class OptimizedLSTMCell(LSTMCell):
             )()
             input_kernels.append(kernel)
             kernel, bias = _GateKernels(
-                self.features,
-                self.features,
+                hidden_features,
+                hidden_features,
                 True,
                 self.recurrent_kernel_init,
                 self.bias_init,
@@ -318,10 +298,10 @@ class GRUCell(RNNCellBase):
     def __call__(self, carry, inputs):
         """One step: ``(h, x) -> (h', h')``."""
         h = carry
-        _check_carry(self, h)
+        hidden_features = jnp.shape(h)[-1]  # as in Flax: the carry sets the hidden size
         dense_h = functools.partial(
             Dense,
-            features=self.features,
+            features=hidden_features,
             use_bias=False,
             kernel_init=self.recurrent_kernel_init,
             bias_init=self.bias_init,
@@ -330,7 +310,7 @@ class GRUCell(RNNCellBase):
         )
         dense_i = functools.partial(
             Dense,
-            features=self.features,
+            features=hidden_features,
             use_bias=True,
             kernel_init=self.kernel_init,
             bias_init=self.bias_init,
@@ -367,7 +347,8 @@ class MGUCell(RNNCellBase):
     :math:`n = \tanh(W_{in} x + b_{in} + W_{hn} h)`.
 
     Attributes:
-      features: hidden size.
+      features: hidden size of `initialize_carry`; a step runs at the size of the carry it
+        is given (as in Flax).
       gate_fn, activation_fn, kernel_init, recurrent_kernel_init, dtype, param_dtype,
         carry_init: as for :class:`LSTMCell`.
       forget_bias_init: initializer of ``if``'s bias (default ones).
@@ -398,10 +379,10 @@ class MGUCell(RNNCellBase):
     def __call__(self, carry, inputs):
         """One step: ``(h, x) -> (h', h')``."""
         h = carry
-        _check_carry(self, h)
+        hidden_features = jnp.shape(h)[-1]  # as in Flax: the carry sets the hidden size
         dense_h = functools.partial(
             Dense,
-            features=self.features,
+            features=hidden_features,
             use_bias=False,
             kernel_init=self.recurrent_kernel_init,
             dtype=self.dtype,
@@ -409,7 +390,7 @@ class MGUCell(RNNCellBase):
         )
         dense_i = functools.partial(
             Dense,
-            features=self.features,
+            features=hidden_features,
             use_bias=True,
             kernel_init=self.kernel_init,
             dtype=self.dtype,
@@ -446,7 +427,8 @@ class SimpleCell(RNNCellBase):
     Parameters: :class:`Dense` children ``i`` (with bias) and ``h`` (no bias).
 
     Attributes:
-      features: hidden size.
+      features: hidden size of `initialize_carry`; a step runs at the size of the carry it
+        is given (as in Flax).
       activation_fn, kernel_init, recurrent_kernel_init, bias_init, dtype, param_dtype,
         carry_init: as for :class:`LSTMCell`.
       residual: add the previous carry to the pre-activation.
@@ -472,9 +454,9 @@ class SimpleCell(RNNCellBase):
     @compact
     def __call__(self, carry, inputs):
         """One step: ``(h, x) -> (h', h')``."""
-        _check_carry(self, carry)
+        hidden_features = jnp.shape(carry)[-1]  # as in Flax: the carry sets the hidden size
         pre = Dense(
-            features=self.features,
+            features=hidden_features,
             use_bias=True,
             kernel_init=self.kernel_init,
             bias_init=self.bias_init,
@@ -482,7 +464,7 @@ class SimpleCell(RNNCellBase):
             param_dtype=self.param_dtype,
             name='i',
         )(inputs) + Dense(
-            features=self.features,
+            features=hidden_features,
             use_bias=False,
             kernel_init=self.recurrent_kernel_init,
             dtype=self.dtype,
@@ -542,7 +524,14 @@ class ConvLSTMCell(RNNCellBase):
     def __call__(self, carry, inputs):
         """One step: ``((c, h), x) -> ((c', h'), h')``."""
         c, h = carry
-        _check_carry(self, h)
+        # The gates have `features` channels whatever h has (Flax too), so only the cell
+        # state must match them; Flax would fail later, in a broadcast.
+        if jnp.shape(c)[-1:] != (self.features,):
+            raise RNNCarryShapeError(
+                _where(self),
+                f'the cell state c has shape {tuple(jnp.shape(c))}, but the cell has '
+                f'features={self.features}, so its last axis should be {self.features}',
+            )
         conv = functools.partial(
             Conv,
             features=4 * self.features,

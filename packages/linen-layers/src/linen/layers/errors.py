@@ -18,6 +18,8 @@ __all__ = [
     'LayerInputShapeError',
     'LayerMaskShapeError',
     'LayerPaddingError',
+    'RNNCarryShapeError',
+    'RNNInputShapeError',
     'describe_layer',
 ]
 
@@ -109,3 +111,42 @@ class LayerInputDtypeError(LinenError, ValueError):
     def __init__(self, layer: str, expected: str, dtype, fix: str):
         self.layer = layer
         super().__init__(f'{layer} expected {expected} inputs, got dtype {dtype}. {fix}')
+
+
+class RNNCarryShapeError(LinenError, ValueError):
+    """A cell got a carry whose parts disagree on the hidden size.
+
+    As in Flax, the dense cells take their hidden size from the carry (``features``
+    only sizes ``initialize_carry``), so a carry of any size works; what has no
+    meaning is an LSTM carry whose ``c`` and ``h`` differ in size, or a
+    ``ConvLSTMCell`` cell state whose channels are not ``features``.
+
+    >>> nn.LSTMCell(8).apply(variables, (c4, h5), x)  # doctest: +SKIP
+    """
+
+    def __init__(self, where: str, what: str):
+        self.where, self.what = where, what
+        super().__init__(
+            f'{where}: {what}. Build the carry with `cell.initialize_carry(rng, input_shape)`.'
+        )
+
+    def __reduce__(self):
+        return type(self), (self.where, self.what)
+
+
+class RNNInputShapeError(LinenError, ValueError):
+    """``RNN`` inputs have no time axis, or ``seq_lengths`` does not match the batch.
+
+    >>> nn.RNN(nn.LSTMCell(4)).init(key, jnp.ones((3,)))  # doctest: +SKIP
+    """
+
+    def __init__(self, where: str, what: str):
+        self.where, self.what = where, what
+        super().__init__(
+            f'{where}: {what}. Inputs are [batch..., time, features...] (or [time, batch..., '
+            'features...] with time_major=True) where the cell has num_feature_axes feature '
+            'axes; seq_lengths is an integer array of the batch shape.'
+        )
+
+    def __reduce__(self):
+        return type(self), (self.where, self.what)

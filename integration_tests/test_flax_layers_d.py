@@ -1,0 +1,119 @@
+"""Flax as an oracle for layers group D: the parts of the layer surface Flax code
+reaches for beyond the plain layers.
+
+Recurrent cells sized by their carry, ``Conv``'s circular/reflect/causal paddings,
+``Einsum`` with ``...``, and the submodule namespaces (``nn.linear``, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+fnn = pytest.importorskip('flax.linen')
+
+import linen.layers as ll  # noqa: E402
+import linen.nn as nn  # noqa: E402, F401  (used by the namespace tests)
+
+pytestmark = pytest.mark.flax
+
+KEYS = jax.random.split(jax.random.key(11), 8)
+
+
+def _flat(tree, prefix=''):
+    out = {}
+    for k, v in tree.items():
+        path = f'{prefix}/{k}'
+        if isinstance(v, Mapping):
+            out.update(_flat(v, path))
+        else:
+            out[path] = np.asarray(v)
+    return out
+
+
+def assert_same_variables(ours, theirs):
+    a, b = _flat(ours), _flat(theirs)
+    assert sorted(a) == sorted(b)
+    for path in a:
+        assert a[path].shape == b[path].shape, path
+        assert a[path].dtype == b[path].dtype, path
+        np.testing.assert_array_equal(a[path], b[path], err_msg=path)
+
+
+def assert_same_outputs(ours, theirs, tol):
+    leaves_a, tree_a = jax.tree_util.tree_flatten(ours)
+    leaves_b, tree_b = jax.tree_util.tree_flatten(theirs)
+    assert tree_a == tree_b
+    for x, y in zip(leaves_a, leaves_b):
+        assert x.dtype == y.dtype and x.shape == y.shape
+        np.testing.assert_allclose(
+            np.asarray(x, np.float32), np.asarray(y, np.float32), rtol=tol, atol=tol
+        )
+
+
+def _normal(i, shape, dtype=jnp.float32):
+    return jax.random.normal(KEYS[i], shape, dtype)
+
+
+# ----------------------------------------------------------------------------- cells
+
+# A cell whose `features` differs from the carry it is given: Flax runs the step at
+# the carry's size (its seq2seq example feeds LSTMCell(vocab_size) a hidden_size carry).
+CARRY_CELLS = ['LSTMCell', 'OptimizedLSTMCell', 'GRUCell', 'MGUCell', 'SimpleCell']
+
+
+@pytest.mark.parametrize('name', CARRY_CELLS)
+def test_cell_takes_hidden_size_from_carry(name):
+    ours, theirs = getattr(ll, name)(features=7), getattr(fnn, name)(features=7)
+    x = _normal(0, (2, 3))
+    carry = getattr(fnn, name)(features=5).initialize_carry(KEYS[1], x.shape)
+    carry = jax.tree_util.tree_map(lambda c: c + _normal(2, c.shape), carry)
+    v_ours, v_theirs = ours.init(KEYS[3], carry, x), theirs.init(KEYS[3], carry, x)
+    assert_same_variables(v_ours, v_theirs)
+    out_ours, out_theirs = ours.apply(v_ours, carry, x), theirs.apply(v_theirs, carry, x)
+    assert out_ours[1].shape == (2, 5)
+    assert_same_outputs(out_ours, out_theirs, 1e-5)
+    # initialize_carry still uses `features`.
+    assert_same_outputs(
+        ours.initialize_carry(KEYS[4], x.shape), theirs.initialize_carry(KEYS[4], x.shape), 0
+    )
+
+
+def test_rnn_with_initial_carry_of_another_size():
+    """The seq2seq pattern: a decoder RNN over a vocab-sized cell, hidden-size carry."""
+    xs = _normal(0, (2, 4, 6))
+    carry = fnn.LSTMCell(3).initialize_carry(KEYS[1], (2, 6))
+    ours = ll.RNN(ll.LSTMCell(6), return_carry=True)
+    theirs = fnn.RNN(fnn.LSTMCell(6), return_carry=True)
+    v_ours = ours.init(KEYS[2], xs, initial_carry=carry)
+    v_theirs = theirs.init(KEYS[2], xs, initial_carry=carry)
+    assert_same_variables(v_ours, v_theirs)
+    assert_same_outputs(
+        ours.apply(v_ours, xs, initial_carry=carry),
+        theirs.apply(v_theirs, xs, initial_carry=carry),
+        1e-5,
+    )
+
+
+def test_conv_lstm_hidden_channels_from_carry():
+    ours, theirs = ll.ConvLSTMCell(2, (3,)), fnn.ConvLSTMCell(2, (3,))
+    x = _normal(0, (2, 5, 3))
+    c = _normal(1, (2, 5, 2))
+    h = _normal(2, (2, 5, 4))  # h's channels only feed the `hh` convolution
+    v_ours, v_theirs = ours.init(KEYS[3], (c, h), x), theirs.init(KEYS[3], (c, h), x)
+    assert_same_variables(v_ours, v_theirs)
+    assert_same_outputs(ours.apply(v_ours, (c, h), x), theirs.apply(v_theirs, (c, h), x), 1e-5)
+
+
+def test_carry_flax_leaves_undefined_raises():
+    x = _normal(0, (2, 3))
+    with pytest.raises(ll.errors.RNNCarryShapeError, match=r'c and h must have the same'):
+        ll.LSTMCell(4).init(KEYS[0], (jnp.zeros((2, 4)), jnp.zeros((2, 5))), x)
+    with pytest.raises(ll.errors.RNNCarryShapeError, match=r'features=2'):
+        ll.ConvLSTMCell(2, (3,)).init(
+            KEYS[0], (jnp.zeros((2, 5, 3)), jnp.zeros((2, 5, 2))), jnp.zeros((2, 5, 3))
+        )
