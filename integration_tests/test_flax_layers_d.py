@@ -117,3 +117,91 @@ def test_carry_flax_leaves_undefined_raises():
         ll.ConvLSTMCell(2, (3,)).init(
             KEYS[0], (jnp.zeros((2, 5, 3)), jnp.zeros((2, 5, 2))), jnp.zeros((2, 5, 3))
         )
+
+
+# ----------------------------------------------------------------------------- conv padding
+
+PADDING_CASES = {
+    'circular-2d': ('Conv', {'kernel_size': (3, 2), 'padding': 'CIRCULAR'}, (2, 5, 6, 3)),
+    'circular-dilated': (
+        'Conv',
+        {'kernel_size': (3,), 'padding': 'CIRCULAR', 'kernel_dilation': 2},
+        (2, 7, 3),
+    ),
+    'reflect-2d': ('Conv', {'kernel_size': (3, 4), 'padding': 'REFLECT'}, (2, 5, 6, 3)),
+    'reflect-strided-unbatched': (
+        'Conv',
+        {'kernel_size': (3,), 'padding': 'REFLECT', 'strides': 2},
+        (7, 3),
+    ),
+    'causal': ('Conv', {'kernel_size': (3,), 'padding': 'CAUSAL'}, (2, 6, 3)),
+    'causal-dilated-2batch': (
+        'Conv',
+        {'kernel_size': (2,), 'padding': 'CAUSAL', 'kernel_dilation': 3},
+        (2, 2, 6, 3),
+    ),
+    'local-reflect': ('ConvLocal', {'kernel_size': (3,), 'padding': 'REFLECT'}, (2, 6, 3)),
+    'local-circular': ('ConvLocal', {'kernel_size': (2, 2), 'padding': 'CIRCULAR'}, (2, 4, 4, 3)),
+    'local-causal': ('ConvLocal', {'kernel_size': (3,), 'padding': 'CAUSAL'}, (2, 6, 3)),
+    'transpose-circular': (
+        'ConvTranspose',
+        {'kernel_size': (3,), 'padding': 'CIRCULAR', 'strides': 2},
+        (2, 5, 3),
+    ),
+}
+
+
+@pytest.mark.parametrize('case', sorted(PADDING_CASES))
+def test_conv_padding_matches_flax(case):
+    name, kwargs, shape = PADDING_CASES[case]
+    ours, theirs = getattr(ll, name)(4, **kwargs), getattr(fnn, name)(4, **kwargs)
+    x = _normal(0, shape)
+    y_ours, v_ours = ours.init_with_output(KEYS[1], x)
+    y_theirs, v_theirs = theirs.init_with_output(KEYS[1], x)
+    assert_same_variables(v_ours, v_theirs)
+    assert_same_outputs(y_ours, y_theirs, 1e-5)
+
+
+@pytest.mark.parametrize('padding', ['REFLECT', 'CAUSAL'])
+def test_conv_transpose_rejects_paddings_flax_lacks(padding):
+    with pytest.raises(ll.errors.LayerPaddingError, match=f'{padding}.*transposed'):
+        ll.ConvTranspose(2, (3,), padding=padding).init(KEYS[0], jnp.ones((1, 5, 2)))
+
+
+# ----------------------------------------------------------------------------- einsum
+
+EINSUM_CASES = {
+    'lhs-ellipsis': ((3, 4), '...a,ab->...b', (2, 5, 3)),
+    'lhs-ellipsis-unbatched': ((3, 4), '...a,ab->...b', (3,)),
+    'both-ellipsis': ((2, 3, 4), '...a,...ab->...b', (5, 2, 3)),
+    'kernel-ellipsis': ((5, 3, 4), 'na,...ab->n...b', (2, 3)),
+    'middle': ((3, 2, 4), 'b...h,hkd->b...kd', (2, 6, 7, 3)),
+    'spaces': ((3, 4), '... a , a b -> ... b', (2, 3)),
+}
+
+
+@pytest.mark.parametrize('case', sorted(EINSUM_CASES))
+@pytest.mark.parametrize('use_bias', [True, False])
+def test_einsum_ellipsis_matches_flax(case, use_bias):
+    shape, equation, in_shape = EINSUM_CASES[case]
+    ours = ll.Einsum(shape, equation, use_bias=use_bias, bias_init=jax.nn.initializers.normal())
+    theirs = fnn.Einsum(shape, equation, use_bias=use_bias, bias_init=jax.nn.initializers.normal())
+    x = _normal(0, in_shape)
+    y_ours, v_ours = ours.init_with_output(KEYS[1], x)
+    y_theirs, v_theirs = theirs.init_with_output(KEYS[1], x)
+    assert_same_variables(v_ours, v_theirs)
+    assert_same_outputs(y_ours, y_theirs, 1e-5)
+
+
+@pytest.mark.parametrize(
+    'equation,match',
+    [('....a,ab->b', 'not of the form'), ('a..b,bc->ac', 'not of the form')],
+)
+def test_einsum_bad_ellipsis(equation, match):
+    with pytest.raises(ll.errors.LayerArgumentError, match=match):
+        ll.Einsum((3, 4), equation).init(KEYS[0], jnp.ones((2, 3)))
+
+
+def test_einsum_ellipsis_rank_error():
+    with pytest.raises(ll.errors.LayerInputRankError, match='Match the equation'):
+        ll.Einsum((3, 4), 'xy...a,ab->...b').init(KEYS[0], jnp.ones((3,)))

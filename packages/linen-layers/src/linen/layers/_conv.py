@@ -52,7 +52,9 @@ def _broadcast_spatial(value, n: int, what: str, layer) -> tuple[int, ...]:
     return value
 
 
-_PADDING_STRINGS = ('SAME', 'SAME_LOWER', 'VALID', 'CIRCULAR', 'CAUSAL')
+_PADDING_STRINGS = ('SAME', 'SAME_LOWER', 'VALID', 'CIRCULAR', 'REFLECT', 'CAUSAL')
+# How jnp.pad extends the input for the padding modes lax has no name for.
+_PAD_MODES = {'CIRCULAR': 'wrap', 'REFLECT': 'reflect'}
 
 
 def _canonical_padding(padding, n: int, layer):
@@ -158,10 +160,10 @@ class _ConvBase(Module):
         kernel_dilation = _broadcast_spatial(self.kernel_dilation, n, 'kernel_dilation', self)
 
         padding = _canonical_padding(self.padding, n, self)
-        if padding == 'CIRCULAR':
+        if padding in _PAD_MODES:
             dilated = [(k - 1) * d + 1 for k, d in zip(kernel_size, kernel_dilation)]
             pads = [(0, 0), *(((k - 1) // 2, k // 2) for k in dilated), (0, 0)]
-            inputs = jnp.pad(inputs, pads, mode='wrap')
+            inputs = jnp.pad(inputs, pads, mode=_PAD_MODES[padding])
             padding = 'VALID'
         elif padding == 'CAUSAL':
             if n != 1:
@@ -262,8 +264,8 @@ class Conv(_ConvBase):
       features: number of output features.
       kernel_size: int or one int per spatial dimension.
       strides: int or one per spatial dimension (default 1).
-      padding: ``'SAME'``, ``'VALID'``, ``'CIRCULAR'`` (periodic),
-        ``'CAUSAL'`` (1-D only: pad on the left), an int, or ``(low, high)``
+      padding: ``'SAME'``, ``'VALID'``, ``'CIRCULAR'`` (periodic), ``'REFLECT'``
+        (mirrored, edge excluded), ``'CAUSAL'`` (1-D only: pad on the left), an int, or ``(low, high)``
         pairs / ints per spatial dimension.
       input_dilation: dilation of the input (``lhs_dilation``).
       kernel_dilation: dilation of the kernel (atrous convolution).
@@ -357,9 +359,11 @@ class ConvTranspose(Module):
         _check_mask(self, kernel_shape)
 
         padding = _canonical_padding(self.padding, n, self)
-        if padding == 'CAUSAL':
+        if padding in ('CAUSAL', 'REFLECT'):
             raise LayerPaddingError(
-                describe_layer(self), 'CAUSAL', 'a transposed convolution has no causal form'
+                describe_layer(self),
+                padding,
+                f'a transposed convolution has no {padding.lower()} form (Flax has none either)',
             )
         circular = padding == 'CIRCULAR'
         if circular:

@@ -97,7 +97,7 @@ class LayerPaddingError(LinenError, ValueError):
         self.layer = layer
         super().__init__(
             f'{layer}: invalid padding {padding!r}: {problem}. Use "SAME", "VALID", '
-            '"CIRCULAR", "CAUSAL" (1-D convolutions only), an int, or one int or '
+            '"CIRCULAR", "REFLECT", "CAUSAL" (1-D convolutions only), an int, or one int or '
             '(low, high) pair per spatial dimension.'
         )
 
