@@ -17,7 +17,7 @@ import pytest
 fnn = pytest.importorskip('flax.linen')
 
 import linen.layers as ll  # noqa: E402
-import linen.nn as nn  # noqa: E402, F401  (used by the namespace tests)
+import linen.nn as nn  # noqa: E402  (used by the namespace tests)
 
 pytestmark = pytest.mark.flax
 
@@ -205,3 +205,63 @@ def test_einsum_bad_ellipsis(equation, match):
 def test_einsum_ellipsis_rank_error():
     with pytest.raises(ll.errors.LayerInputRankError, match='Match the equation'):
         ll.Einsum((3, 4), 'xy...a,ab->...b').init(KEYS[0], jnp.ones((3,)))
+
+
+# ----------------------------------------------------------------------------- namespaces
+
+NAMESPACES = [
+    'linear',
+    'attention',
+    'recurrent',
+    'normalization',
+    'pooling',
+    'stochastic',
+    'combinators',
+    'batch_apply',
+    'summary',
+    'spmd',
+    'initializers',
+    'activation',
+    'dtypes',
+]
+
+NAMESPACE_EXTRAS = {'spmd': ['logical_axis_rules', 'set_logical_axis_rules']}
+
+
+@pytest.mark.parametrize('namespace', NAMESPACES)
+def test_namespace_mirrors_flax(namespace):
+    ours, theirs = getattr(nn, namespace), getattr(fnn, namespace)
+    assert ours.__all__, namespace
+    # Everything we put in a namespace is where Flax has it, so imports carry over
+    # (nn.spmd also holds the rule setters Flax keeps in flax.core.spmd).
+    extras = [n for n in ours.__all__ if not hasattr(theirs, n)]
+    assert extras == NAMESPACE_EXTRAS.get(namespace, [])
+    # And every name Flax defines there, that linen.nn offers at the top, is there too.
+    flax_defined = [
+        n
+        for n, v in vars(theirs).items()
+        if not n.startswith('_')
+        and (getattr(v, '__module__', None) or '') == theirs.__name__
+        and n in dir(nn)
+    ]
+    assert [n for n in flax_defined if n not in ours.__all__] == []
+    for n in flax_defined:
+        assert getattr(ours, n) is getattr(nn, n), n
+
+
+def test_namespace_default_initializers_match_flax():
+    for name in ('default_kernel_init', 'default_embed_init'):
+        ours, theirs = getattr(nn.linear, name), getattr(fnn.linear, name)
+        np.testing.assert_array_equal(ours(KEYS[0], (3, 4)), theirs(KEYS[0], (3, 4)))
+
+
+@pytest.mark.parametrize('padding', ['SAME', 'CIRCULAR', 2, [1, (0, 2)], ((1, 2), (3, 4))])
+def test_canonicalize_padding_matches_flax(padding):
+    assert nn.linear.canonicalize_padding(padding, 2) == fnn.linear.canonicalize_padding(padding, 2)
+
+
+def test_canonicalize_padding_rejects_like_flax():
+    with pytest.raises(ValueError):
+        fnn.linear.canonicalize_padding([1, 2, 3], 2)
+    with pytest.raises(ll.errors.LayerPaddingError, match='3 entries for 2 spatial'):
+        nn.linear.canonicalize_padding([1, 2, 3], 2)

@@ -29,6 +29,7 @@ from linen.layers.errors import (
 from linen.module import Module, compact
 
 __all__ = [
+    'canonicalize_padding',
     'Conv',
     'ConvLocal',
     'ConvTranspose',
@@ -57,11 +58,34 @@ _PADDING_STRINGS = ('SAME', 'SAME_LOWER', 'VALID', 'CIRCULAR', 'REFLECT', 'CAUSA
 _PAD_MODES = {'CIRCULAR': 'wrap', 'REFLECT': 'reflect'}
 
 
+def _describe(layer) -> str:
+    return layer if isinstance(layer, str) else describe_layer(layer)
+
+
+def canonicalize_padding(padding: PaddingLike, rank: int):
+    """The padding in the form ``lax`` takes: a string, or ``rank`` ``(low, high)`` pairs.
+
+    An int pads both sides of every spatial dimension; a sequence gives one int or
+    pair per dimension (one entry is repeated for all of them).
+
+    >>> canonicalize_padding(1, 2)
+    [(1, 1), (1, 1)]
+    >>> canonicalize_padding([(0, 1), 2], 2)
+    [(0, 1), (2, 2)]
+    >>> canonicalize_padding('SAME', 3)
+    'SAME'
+
+    Raises:
+      LayerPaddingError: (a ``ValueError``) for anything else.
+    """
+    return _canonical_padding(padding, rank, 'canonicalize_padding')
+
+
 def _canonical_padding(padding, n: int, layer):
     """A padding string, or a list of ``n`` ``(low, high)`` pairs."""
     if isinstance(padding, str):
         if padding not in _PADDING_STRINGS:
-            raise LayerPaddingError(describe_layer(layer), padding, 'unknown padding string')
+            raise LayerPaddingError(_describe(layer), padding, 'unknown padding string')
         return padding
     if isinstance(padding, int):
         return [(padding, padding)] * n
@@ -74,18 +98,18 @@ def _canonical_padding(padding, n: int, layer):
                 pairs.append((int(p[0]), int(p[1])))
             else:
                 raise LayerPaddingError(
-                    describe_layer(layer), padding, f'entry {p!r} is not an int or a pair'
+                    _describe(layer), padding, f'entry {p!r} is not an int or a pair'
                 )
         if len(pairs) == 1 and n != 1:
             pairs = pairs * n
         if len(pairs) != n:
             raise LayerPaddingError(
-                describe_layer(layer),
+                _describe(layer),
                 padding,
                 f'{len(pairs)} entries for {n} spatial dimensions',
             )
         return pairs
-    raise LayerPaddingError(describe_layer(layer), padding, f'unsupported type {type(padding)}')
+    raise LayerPaddingError(_describe(layer), padding, f'unsupported type {type(padding)}')
 
 
 def _conv_dimension_numbers(n: int) -> lax.ConvDimensionNumbers:

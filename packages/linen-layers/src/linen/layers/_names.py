@@ -72,8 +72,21 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     '_batch_apply': ('BatchApply',),
 }
 
-# Public submodules, as `nn.initializers`, `nn.activation`, `nn.dtypes`.
-SUBMODULES = ('initializers', 'activation', 'dtypes')
+# Public submodules, as `nn.initializers`, and the namespaces Flax code reaches through
+# (`nn.linear.default_kernel_init`, `nn.recurrent.LSTMCell`, ...).
+SUBMODULES = (
+    'initializers',
+    'activation',
+    'dtypes',
+    'linear',
+    'attention',
+    'recurrent',
+    'normalization',
+    'pooling',
+    'stochastic',
+    'combinators',
+    'batch_apply',
+)
 
 LOCATION: dict[str, str] = {
     name: f'linen.layers.{module}:{name}' for module, names in _BY_MODULE.items() for name in names
