@@ -70,6 +70,13 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     '_rnn': ('RNN', 'Bidirectional'),
     '_combinators': ('Sequential',),
     '_batch_apply': ('BatchApply',),
+    '_fp8': (
+        'Fp8DirectDotGeneralOp',
+        'Fp8DotGeneral',
+        'Fp8DotGeneralOp',
+        'Fp8Einsum',
+        'NANOOFp8DotGeneralOp',
+    ),
 }
 
 # Public submodules, as `nn.initializers`, and the namespaces Flax code reaches through
@@ -86,6 +93,7 @@ SUBMODULES = (
     'stochastic',
     'combinators',
     'batch_apply',
+    'fp8_ops',
 )
 
 LOCATION: dict[str, str] = {
