@@ -256,6 +256,36 @@ def test_einsum_errors():
         Einsum((4, 5), 'abc,cd->abd').init(KEY, x)
 
 
+@pytest.mark.parametrize(
+    'equation,kernel_shape,x_shape,bias_shape',
+    [
+        ('...d,dk->...k', (4, 5), (2, 3, 4), (5,)),
+        ('...d,dk->...k', (4, 5), (4,), (5,)),
+        ('b...d,...dk->b...k', (3, 4, 5), (2, 3, 4), (3, 5)),
+    ],
+)
+def test_einsum_ellipsis(equation, kernel_shape, x_shape, bias_shape):
+    x = normal(x_shape)
+    layer = Einsum(kernel_shape, equation, bias_init=init.normal(1.0))
+    variables = layer.init(KEY, x)
+    p = variables['params']
+    # Ellipsis axes shared with the kernel are bias axes too (they come from the kernel).
+    assert shapes(p) == {'kernel': kernel_shape, 'bias': bias_shape}
+    y = np.einsum(equation, np64(x), np64(p['kernel']))
+    bias = np64(p['bias']).reshape((1,) * (y.ndim - len(bias_shape)) + bias_shape)
+    np.testing.assert_allclose(layer.apply(variables, x), y + bias, rtol=1e-5, atol=1e-5)
+
+
+def test_einsum_ellipsis_errors():
+    x = jnp.ones((2, 4))
+    with pytest.raises(LayerArgumentError, match='at most once per term'):
+        Einsum((4, 5), '......d,dk->k').init(KEY, x)
+    with pytest.raises(LayerInputRankError, match='rank >= 3'):
+        Einsum((4, 5), 'ab...d,dk->...k').init(KEY, x)
+    with pytest.raises(LayerArgumentError, match='do not match shape'):
+        Einsum((5,), 'd,...dk->...k').init(KEY, x[0])
+
+
 # --------------------------------------------------------------------------- Conv
 
 
@@ -300,6 +330,16 @@ def test_conv_circular_padding_wraps():
     variables = layer.init(KEY, x)
     wrapped = np.concatenate([np64(x)[:, -1:], np64(x), np64(x)[:, :1]], axis=1)
     expected = np_conv(wrapped, variables['params']['kernel'], (1,), [(0, 0)])
+    np.testing.assert_allclose(layer.apply(variables, x), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_conv_reflect_padding_mirrors():
+    x = normal((1, 6, 5, 2))
+    layer = Conv(2, (3, 4), padding='REFLECT', use_bias=False)
+    variables = layer.init(KEY, x)
+    # Mirrored without repeating the edge, (k - 1) // 2 before and k // 2 after.
+    padded = np.pad(np64(x), [(0, 0), (1, 1), (1, 2), (0, 0)], mode='reflect')
+    expected = np_conv(padded, variables['params']['kernel'], (1, 1), [(0, 0), (0, 0)])
     np.testing.assert_allclose(layer.apply(variables, x), expected, rtol=1e-5, atol=1e-5)
 
 

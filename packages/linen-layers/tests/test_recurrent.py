@@ -14,12 +14,11 @@ from linen.layers._recurrent import (
     LSTMCell,
     MGUCell,
     OptimizedLSTMCell,
-    RNNCarryShapeError,
     RNNCellBase,
-    RNNInputShapeError,
     SimpleCell,
 )
 from linen.layers._rnn import RNN, Bidirectional
+from linen.layers.errors import RNNCarryShapeError, RNNInputShapeError
 
 KEYS = jax.random.split(jax.random.key(7), 8)
 sigmoid = jax.nn.sigmoid
@@ -267,12 +266,36 @@ def test_cell_dtypes(cls):
     assert out.dtype == jnp.float32
 
 
-def test_cell_carry_shape_error():
-    cell = LSTMCell(4, name='lstm')
+@pytest.mark.parametrize('cls', [LSTMCell, OptimizedLSTMCell])
+def test_cell_carry_shape_error(cls):
     x = jnp.ones((2, 3))
-    bad = (jnp.zeros((2, 5)), jnp.zeros((2, 5)))
-    with pytest.raises(RNNCarryShapeError, match=r'LSTMCell.*\(2, 5\).*features=4'):
-        cell.init(KEYS[0], bad, x)
+    bad = (jnp.zeros((2, 4)), jnp.zeros((2, 5)))
+    with pytest.raises(RNNCarryShapeError, match=r'LSTMCell.*\(2, 4\) and \(2, 5\).*same last'):
+        cls(4).init(KEYS[0], bad, x)
+    bad = (jnp.zeros((2, 5, 3)), jnp.zeros((2, 5, 2)))
+    with pytest.raises(RNNCarryShapeError, match=r'ConvLSTMCell.*\(2, 5, 3\).*features=2'):
+        ConvLSTMCell(2, (3,)).init(KEYS[0], bad, jnp.zeros((2, 5, 3)))
+
+
+def test_carry_errors_pickle():
+    import pickle
+
+    for err in (RNNCarryShapeError('LSTMCell', 'bad'), RNNInputShapeError('RNN', 'bad')):
+        again = pickle.loads(pickle.dumps(err))
+        assert type(again) is type(err) and str(again) == str(err)
+
+
+@pytest.mark.parametrize('cls', [LSTMCell, OptimizedLSTMCell, GRUCell, MGUCell, SimpleCell])
+def test_cell_runs_at_the_carry_size(cls):
+    # As in Flax: `features` sizes initialize_carry only; a step runs at the carry's size.
+    x = _normal(0, (2, 3))
+    carry = cls(5).initialize_carry(KEYS[1], x.shape)
+    variables = cls(9).init(KEYS[2], carry, x)
+    kernels = [p for p in jax.tree_util.tree_leaves(variables) if p.ndim == 2]
+    assert kernels and all(k.shape[-1] == 5 for k in kernels)
+    new_carry, y = cls(9).apply(variables, carry, x)
+    assert y.shape == (2, 5)
+    assert jax.tree_util.tree_map(jnp.shape, new_carry) == jax.tree_util.tree_map(jnp.shape, carry)
 
 
 # ----------------------------------------------------------------------------- RNN

@@ -22,6 +22,7 @@ def test_exports_resolve_to_the_public_objects():
         'tabulate',
         'module_costs',
         'profile',
+        'summary',
     }
     for public_name, target in exports.items():
         assert import_string(target) is getattr(profiling, public_name)

@@ -8,6 +8,7 @@ _EXPORTS = {
     'FrozenDict': 'linen.core.frozen_dict:FrozenDict',
     'DenyList': 'linen.core._filters:DenyList',
     'meta': 'linen.core.meta',
+    'spmd': 'linen.core.spmd',
     'errors': 'linen.core.errors',
     'config': 'linen.core.config:config',
     'unbox': 'linen.core.meta:unbox',

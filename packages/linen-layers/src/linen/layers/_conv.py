@@ -29,6 +29,7 @@ from linen.layers.errors import (
 from linen.module import Module, compact
 
 __all__ = [
+    'canonicalize_padding',
     'Conv',
     'ConvLocal',
     'ConvTranspose',
@@ -52,14 +53,39 @@ def _broadcast_spatial(value, n: int, what: str, layer) -> tuple[int, ...]:
     return value
 
 
-_PADDING_STRINGS = ('SAME', 'SAME_LOWER', 'VALID', 'CIRCULAR', 'CAUSAL')
+_PADDING_STRINGS = ('SAME', 'SAME_LOWER', 'VALID', 'CIRCULAR', 'REFLECT', 'CAUSAL')
+# How jnp.pad extends the input for the padding modes lax has no name for.
+_PAD_MODES = {'CIRCULAR': 'wrap', 'REFLECT': 'reflect'}
+
+
+def _describe(layer) -> str:
+    return layer if isinstance(layer, str) else describe_layer(layer)
+
+
+def canonicalize_padding(padding: PaddingLike, rank: int):
+    """The padding in the form ``lax`` takes: a string, or ``rank`` ``(low, high)`` pairs.
+
+    An int pads both sides of every spatial dimension; a sequence gives one int or
+    pair per dimension (one entry is repeated for all of them).
+
+    >>> canonicalize_padding(1, 2)
+    [(1, 1), (1, 1)]
+    >>> canonicalize_padding([(0, 1), 2], 2)
+    [(0, 1), (2, 2)]
+    >>> canonicalize_padding('SAME', 3)
+    'SAME'
+
+    Raises:
+      LayerPaddingError: (a ``ValueError``) for anything else.
+    """
+    return _canonical_padding(padding, rank, 'canonicalize_padding')
 
 
 def _canonical_padding(padding, n: int, layer):
     """A padding string, or a list of ``n`` ``(low, high)`` pairs."""
     if isinstance(padding, str):
         if padding not in _PADDING_STRINGS:
-            raise LayerPaddingError(describe_layer(layer), padding, 'unknown padding string')
+            raise LayerPaddingError(_describe(layer), padding, 'unknown padding string')
         return padding
     if isinstance(padding, int):
         return [(padding, padding)] * n
@@ -72,18 +98,18 @@ def _canonical_padding(padding, n: int, layer):
                 pairs.append((int(p[0]), int(p[1])))
             else:
                 raise LayerPaddingError(
-                    describe_layer(layer), padding, f'entry {p!r} is not an int or a pair'
+                    _describe(layer), padding, f'entry {p!r} is not an int or a pair'
                 )
         if len(pairs) == 1 and n != 1:
             pairs = pairs * n
         if len(pairs) != n:
             raise LayerPaddingError(
-                describe_layer(layer),
+                _describe(layer),
                 padding,
                 f'{len(pairs)} entries for {n} spatial dimensions',
             )
         return pairs
-    raise LayerPaddingError(describe_layer(layer), padding, f'unsupported type {type(padding)}')
+    raise LayerPaddingError(_describe(layer), padding, f'unsupported type {type(padding)}')
 
 
 def _conv_dimension_numbers(n: int) -> lax.ConvDimensionNumbers:
@@ -158,10 +184,10 @@ class _ConvBase(Module):
         kernel_dilation = _broadcast_spatial(self.kernel_dilation, n, 'kernel_dilation', self)
 
         padding = _canonical_padding(self.padding, n, self)
-        if padding == 'CIRCULAR':
+        if padding in _PAD_MODES:
             dilated = [(k - 1) * d + 1 for k, d in zip(kernel_size, kernel_dilation)]
             pads = [(0, 0), *(((k - 1) // 2, k // 2) for k in dilated), (0, 0)]
-            inputs = jnp.pad(inputs, pads, mode='wrap')
+            inputs = jnp.pad(inputs, pads, mode=_PAD_MODES[padding])
             padding = 'VALID'
         elif padding == 'CAUSAL':
             if n != 1:
@@ -262,8 +288,8 @@ class Conv(_ConvBase):
       features: number of output features.
       kernel_size: int or one int per spatial dimension.
       strides: int or one per spatial dimension (default 1).
-      padding: ``'SAME'``, ``'VALID'``, ``'CIRCULAR'`` (periodic),
-        ``'CAUSAL'`` (1-D only: pad on the left), an int, or ``(low, high)``
+      padding: ``'SAME'``, ``'VALID'``, ``'CIRCULAR'`` (periodic), ``'REFLECT'``
+        (mirrored, edge excluded), ``'CAUSAL'`` (1-D only: pad on the left), an int, or ``(low, high)``
         pairs / ints per spatial dimension.
       input_dilation: dilation of the input (``lhs_dilation``).
       kernel_dilation: dilation of the kernel (atrous convolution).
@@ -357,9 +383,11 @@ class ConvTranspose(Module):
         _check_mask(self, kernel_shape)
 
         padding = _canonical_padding(self.padding, n, self)
-        if padding == 'CAUSAL':
+        if padding in ('CAUSAL', 'REFLECT'):
             raise LayerPaddingError(
-                describe_layer(self), 'CAUSAL', 'a transposed convolution has no causal form'
+                describe_layer(self),
+                padding,
+                f'a transposed convolution has no {padding.lower()} form (Flax has none either)',
             )
         circular = padding == 'CIRCULAR'
         if circular:

@@ -10,6 +10,7 @@ parameters (or in ``dtype`` when given); parameters are stored in ``param_dtype`
 from __future__ import annotations
 
 import functools
+import string
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -277,7 +278,8 @@ class Einsum(Module):
 
     Attributes:
       shape: the kernel's shape.
-      einsum_str: the equation; may be given at call time instead.
+      einsum_str: the equation (``...`` stands for leading axes, as in numpy); may be
+        given at call time instead.
       use_bias, dtype, param_dtype, precision, kernel_init, bias_init,
       promote_dtype: as in :class:`Dense`.
       preferred_element_type: accumulation dtype passed to ``jnp.einsum``.
@@ -287,6 +289,9 @@ class Einsum(Module):
     >>> variables = layer.init(jax.random.key(0), jnp.ones((3, 4, 5)))
     >>> jax.tree_util.tree_map(jnp.shape, variables['params'])
     {'bias': (6, 7), 'kernel': (5, 6, 7)}
+    >>> layer = Einsum((5, 2), '...c,cd->...d')
+    >>> layer.init_with_output(jax.random.key(0), jnp.ones((2, 3, 5)))[0].shape
+    (2, 3, 2)
     """
 
     shape: Sequence[int]
@@ -305,23 +310,28 @@ class Einsum(Module):
         einsum_str = merge_param('einsum_str', self.einsum_str, einsum_str).replace(' ', '')
         operands, arrow, output = einsum_str.partition('->')
         lhs, comma, rhs = operands.partition(',')
-        if not arrow or not comma or ',' in rhs or '.' in einsum_str:
+        if not arrow or not comma or ',' in rhs or not _einsum_labels_ok(einsum_str):
             raise LayerArgumentError(
                 describe_layer(self),
                 f'einsum_str {einsum_str!r} is not of the form "<inputs>,<kernel>-><output>"',
-                'Write exactly two operands and an explicit output, e.g. "bd,dk->bk".',
+                'Write exactly two operands and an explicit output, e.g. "bd,dk->bk" or '
+                '"...d,dk->...k"; "..." may appear at most once per term.',
             )
-        if len(lhs) != inputs.ndim:
+        written_lhs = lhs
+        lhs, rhs, output = _expand_ellipses(lhs, rhs, output, inputs.ndim, len(self.shape))
+        if lhs is None or len(lhs) != inputs.ndim:
+            explicit = len(written_lhs.replace('...', ''))
+            expected = f'>= {explicit}' if '...' in written_lhs else str(explicit)
             raise LayerInputRankError(
                 describe_layer(self),
-                f'{len(lhs)} (from {lhs!r} in {einsum_str!r})',
+                f'{expected} (from {written_lhs!r} in {einsum_str!r})',
                 inputs.shape,
                 'Match the equation to the input.',
             )
-        if len(rhs) != len(self.shape):
+        if rhs is None or len(rhs) != len(self.shape):
             raise LayerArgumentError(
                 describe_layer(self),
-                f'the kernel labels {rhs!r} do not match shape={tuple(self.shape)}',
+                f'the kernel labels of {einsum_str!r} do not match shape={tuple(self.shape)}',
                 'Give one label per kernel dimension.',
             )
 
@@ -345,6 +355,40 @@ class Einsum(Module):
         if bias is not None:
             y = y + jnp.reshape(bias, broadcast_shape)
         return y
+
+
+def _einsum_labels_ok(equation: str) -> bool:
+    """Letters, one comma, one arrow and at most one ``...`` per term."""
+    operands, _, output = equation.partition('->')
+    for term in (*operands.split(','), output):
+        rest = term.replace('...', '', 1)
+        if not all(c.isalpha() for c in rest):
+            return False
+    return True
+
+
+def _expand_ellipses(lhs: str, rhs: str, output: str, lhs_ndim: int, rhs_ndim: int):
+    """Spells each ``...`` out in fresh letters, as numpy reads it.
+
+    The axes an ellipsis stands for are right-aligned across the operands and share
+    labels (numpy's broadcasting rule), and the output's ellipsis is the longest of
+    them. Returns ``(None, ...)``/``(.., None, ..)`` for an operand whose explicit
+    labels outnumber its axes, so the caller can say which operand is wrong.
+    """
+    if '...' not in lhs + rhs + output:
+        return lhs, rhs, output
+    used = set(lhs + rhs + output)
+    counts = []
+    for term, ndim in ((lhs, lhs_ndim), (rhs, rhs_ndim)):
+        explicit = len(term.replace('...', ''))
+        counts.append(ndim - explicit if '...' in term else 0)
+    if min(counts) < 0:
+        return (None if counts[0] < 0 else lhs), (None if counts[1] < 0 else rhs), output
+    fresh = [c for c in string.ascii_letters if c not in used][: max(counts)]
+    spelled = []
+    for term, count in zip((lhs, rhs), counts):
+        spelled.append(term.replace('...', ''.join(fresh[len(fresh) - count :])))
+    return spelled[0], spelled[1], output.replace('...', ''.join(fresh))
 
 
 # --------------------------------------------------------------------------- embed

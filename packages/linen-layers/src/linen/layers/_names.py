@@ -70,10 +70,32 @@ _BY_MODULE: dict[str, tuple[str, ...]] = {
     '_rnn': ('RNN', 'Bidirectional'),
     '_combinators': ('Sequential',),
     '_batch_apply': ('BatchApply',),
+    '_fp8': (
+        'Fp8DirectDotGeneralOp',
+        'Fp8DotGeneral',
+        'Fp8DotGeneralOp',
+        'Fp8Einsum',
+        'NANOOFp8DotGeneralOp',
+    ),
 }
 
-# Public submodules, as `nn.initializers`, `nn.activation`, `nn.dtypes`.
-SUBMODULES = ('initializers', 'activation', 'dtypes', 'partitioning')
+# Public submodules, as `nn.initializers`, and the namespaces Flax code reaches through
+# (`nn.linear.default_kernel_init`, `nn.recurrent.LSTMCell`, ...).
+SUBMODULES = (
+    'initializers',
+    'activation',
+    'dtypes',
+    'linear',
+    'attention',
+    'recurrent',
+    'normalization',
+    'pooling',
+    'stochastic',
+    'combinators',
+    'batch_apply',
+    'fp8_ops',
+    'partitioning',
+)
 
 LOCATION: dict[str, str] = {
     name: f'linen.layers.{module}:{name}' for module, names in _BY_MODULE.items() for name in names

@@ -1,4 +1,4 @@
-"""Recurrent cells and the errors of the recurrent layers.
+"""Recurrent cells.
 
 A cell maps ``(carry, inputs) -> (new_carry, outputs)`` for one time step and builds its
 initial carry with ``initialize_carry(rng, input_shape)``. The ``RNN`` wrapper that scans a
@@ -66,9 +66,15 @@ class RNNCellBase(Module):
         raise NotImplementedError
 
 
-def _check_carry(cell, h):
-    if h.shape[-1] != cell.features:
-        raise RNNCarryShapeError(_where(cell), cell.features, h.shape)
+def _lstm_hidden_size(cell, c, h) -> int:
+    """The hidden size an LSTM step runs at: the carry's, as in Flax."""
+    if jnp.shape(c)[-1:] != jnp.shape(h)[-1:]:
+        raise RNNCarryShapeError(
+            _where(cell),
+            f'the carry (c, h) has shapes {tuple(jnp.shape(c))} and {tuple(jnp.shape(h))}; '
+            'c and h must have the same last (hidden) axis',
+        )
+    return jnp.shape(h)[-1]
 
 
 def _two_part_carry(cell, rng, input_shape, feature_axes):
@@ -102,7 +108,8 @@ class LSTMCell(RNNCellBase):
     no bias) and ``hi``, ``hf``, ``hg``, ``ho`` (recurrent kernels with bias).
 
     Attributes:
-      features: hidden size.
+      features: hidden size of `initialize_carry`; a step runs at the size of the carry it
+        is given (as in Flax).
       gate_fn: gate activation (default sigmoid).
       activation_fn: cell activation (default tanh).
       kernel_init: initializer of the input kernels.
@@ -135,10 +142,11 @@ class LSTMCell(RNNCellBase):
     def __call__(self, carry, inputs):
         """One step: ``((c, h), x) -> ((c', h'), h')``."""
         c, h = carry
-        _check_carry(self, h)
+        # Flax sizes the step from the carry; `features` only sizes initialize_carry.
+        hidden_features = _lstm_hidden_size(self, c, h)
         dense_h = functools.partial(
             Dense,
-            features=self.features,
+            features=hidden_features,
             use_bias=True,
             kernel_init=self.recurrent_kernel_init,
             bias_init=self.bias_init,
@@ -147,7 +155,7 @@ class LSTMCell(RNNCellBase):
         )
         dense_i = functools.partial(
             Dense,
-            features=self.features,
+            features=hidden_features,
             use_bias=False,
             kernel_init=self.kernel_init,
             dtype=self.dtype,
@@ -215,13 +223,13 @@ class OptimizedLSTMCell(LSTMCell):
     def __call__(self, carry, inputs):
         """One step: ``((c, h), x) -> ((c', h'), h')``."""
         c, h = carry
-        _check_carry(self, h)
+        hidden_features = _lstm_hidden_size(self, c, h)
         in_features = inputs.shape[-1]
         input_kernels, hidden_kernels, hidden_biases = [], [], []
         for gate in ('i', 'f', 'g', 'o'):
             kernel, _ = _GateKernels(
                 in_features,
-                self.features,
+                hidden_features,
                 False,
                 self.kernel_init,
                 self.bias_init,
@@ -230,8 +238,8 @@ class OptimizedLSTMCell(LSTMCell):
             )()
             input_kernels.append(kernel)
             kernel, bias = _GateKernels(
-                self.features,
-                self.features,
+                hidden_features,
+                hidden_features,
                 True,
                 self.recurrent_kernel_init,
                 self.bias_init,
@@ -291,10 +299,10 @@ class GRUCell(RNNCellBase):
     def __call__(self, carry, inputs):
         """One step: ``(h, x) -> (h', h')``."""
         h = carry
-        _check_carry(self, h)
+        hidden_features = jnp.shape(h)[-1]  # as in Flax: the carry sets the hidden size
         dense_h = functools.partial(
             Dense,
-            features=self.features,
+            features=hidden_features,
             use_bias=False,
             kernel_init=self.recurrent_kernel_init,
             bias_init=self.bias_init,
@@ -303,7 +311,7 @@ class GRUCell(RNNCellBase):
         )
         dense_i = functools.partial(
             Dense,
-            features=self.features,
+            features=hidden_features,
             use_bias=True,
             kernel_init=self.kernel_init,
             bias_init=self.bias_init,
@@ -340,7 +348,8 @@ class MGUCell(RNNCellBase):
     :math:`n = \tanh(W_{in} x + b_{in} + W_{hn} h)`.
 
     Attributes:
-      features: hidden size.
+      features: hidden size of `initialize_carry`; a step runs at the size of the carry it
+        is given (as in Flax).
       gate_fn, activation_fn, kernel_init, recurrent_kernel_init, dtype, param_dtype,
         carry_init: as for :class:`LSTMCell`.
       forget_bias_init: initializer of ``if``'s bias (default ones).
@@ -371,10 +380,10 @@ class MGUCell(RNNCellBase):
     def __call__(self, carry, inputs):
         """One step: ``(h, x) -> (h', h')``."""
         h = carry
-        _check_carry(self, h)
+        hidden_features = jnp.shape(h)[-1]  # as in Flax: the carry sets the hidden size
         dense_h = functools.partial(
             Dense,
-            features=self.features,
+            features=hidden_features,
             use_bias=False,
             kernel_init=self.recurrent_kernel_init,
             dtype=self.dtype,
@@ -382,7 +391,7 @@ class MGUCell(RNNCellBase):
         )
         dense_i = functools.partial(
             Dense,
-            features=self.features,
+            features=hidden_features,
             use_bias=True,
             kernel_init=self.kernel_init,
             dtype=self.dtype,
@@ -419,7 +428,8 @@ class SimpleCell(RNNCellBase):
     Parameters: :class:`Dense` children ``i`` (with bias) and ``h`` (no bias).
 
     Attributes:
-      features: hidden size.
+      features: hidden size of `initialize_carry`; a step runs at the size of the carry it
+        is given (as in Flax).
       activation_fn, kernel_init, recurrent_kernel_init, bias_init, dtype, param_dtype,
         carry_init: as for :class:`LSTMCell`.
       residual: add the previous carry to the pre-activation.
@@ -445,9 +455,9 @@ class SimpleCell(RNNCellBase):
     @compact
     def __call__(self, carry, inputs):
         """One step: ``(h, x) -> (h', h')``."""
-        _check_carry(self, carry)
+        hidden_features = jnp.shape(carry)[-1]  # as in Flax: the carry sets the hidden size
         pre = Dense(
-            features=self.features,
+            features=hidden_features,
             use_bias=True,
             kernel_init=self.kernel_init,
             bias_init=self.bias_init,
@@ -455,7 +465,7 @@ class SimpleCell(RNNCellBase):
             param_dtype=self.param_dtype,
             name='i',
         )(inputs) + Dense(
-            features=self.features,
+            features=hidden_features,
             use_bias=False,
             kernel_init=self.recurrent_kernel_init,
             dtype=self.dtype,
@@ -515,7 +525,14 @@ class ConvLSTMCell(RNNCellBase):
     def __call__(self, carry, inputs):
         """One step: ``((c, h), x) -> ((c', h'), h')``."""
         c, h = carry
-        _check_carry(self, h)
+        # The gates have `features` channels whatever h has (Flax too), so only the cell
+        # state must match them; Flax would fail later, in a broadcast.
+        if jnp.shape(c)[-1:] != (self.features,):
+            raise RNNCarryShapeError(
+                _where(self),
+                f'the cell state c has shape {tuple(jnp.shape(c))}, but the cell has '
+                f'features={self.features}, so its last axis should be {self.features}',
+            )
         conv = functools.partial(
             Conv,
             features=4 * self.features,

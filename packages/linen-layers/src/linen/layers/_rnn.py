@@ -19,9 +19,9 @@ from linen.layers._recurrent import (
     Carry,
     PRNGKey,
     RNNCellBase,
-    RNNInputShapeError,
     _where,
 )
+from linen.layers.errors import RNNInputShapeError
 from linen.module import Module
 
 

@@ -126,7 +126,7 @@ class LayerPaddingError(LinenError, ValueError):
         self.layer = layer
         super().__init__(
             f'{layer}: invalid padding {padding!r}: {problem}. Use "SAME", "VALID", '
-            '"CIRCULAR", "CAUSAL" (1-D convolutions only), an int, or one int or '
+            '"CIRCULAR", "REFLECT", "CAUSAL" (1-D convolutions only), an int, or one int or '
             '(low, high) pair per spatial dimension.'
         )
 
@@ -297,17 +297,24 @@ class AttentionInputsConflictError(LinenError, ValueError):
 
 
 class RNNCarryShapeError(LinenError, ValueError):
-    """A cell got a carry whose feature size is not the cell's ``features``.
+    """A cell got a carry whose parts disagree on the hidden size.
 
-    >>> nn.LSTMCell(8).apply(variables, (c4, h4), x)  # doctest: +SKIP
+    As in Flax, the dense cells take their hidden size from the carry (``features``
+    only sizes ``initialize_carry``), so a carry of any size works; what has no
+    meaning is an LSTM carry whose ``c`` and ``h`` differ in size, or a
+    ``ConvLSTMCell`` cell state whose channels are not ``features``.
+
+    >>> nn.LSTMCell(8).apply(variables, (c4, h5), x)  # doctest: +SKIP
     """
 
-    def __init__(self, where: str, features: int, got):
+    def __init__(self, where: str, what: str):
+        self.where, self.what = where, what
         super().__init__(
-            f'{where}: the carry has shape {tuple(got)}, but the cell has features='
-            f'{features}, so its last axis should be {features}. Build the carry with '
-            '`cell.initialize_carry(rng, input_shape)`.'
+            f'{where}: {what}. Build the carry with `cell.initialize_carry(rng, input_shape)`.'
         )
+
+    def __reduce__(self):
+        return type(self), (self.where, self.what)
 
 
 class RNNInputShapeError(LinenError, ValueError):

@@ -23,6 +23,7 @@ def linen_exports():
         'tabulate': f'{_PUBLIC}:tabulate',
         'module_costs': f'{_PUBLIC}:module_costs',
         'profile': f'{_PUBLIC}:profile',
+        'summary': f'{_PUBLIC}.summary',
     }
 
 

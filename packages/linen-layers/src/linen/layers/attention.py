@@ -1,0 +1,30 @@
+"""Attention, as ``flax.linen.attention``: the dot-product functions, the multi-head
+layers and the mask helpers.
+
+The public path Flax code imports through (``nn.attention.X``); the implementation lives
+in the private modules named below.
+"""
+
+from __future__ import annotations
+
+from linen.layers._attention import MultiHeadAttention as MultiHeadAttention
+from linen.layers._attention import MultiHeadDotProductAttention as MultiHeadDotProductAttention
+from linen.layers._attention import SelfAttention as SelfAttention
+from linen.layers._attention import combine_masks as combine_masks
+from linen.layers._attention import dot_product_attention as dot_product_attention
+from linen.layers._attention import dot_product_attention_weights as dot_product_attention_weights
+from linen.layers._attention import make_attention_mask as make_attention_mask
+from linen.layers._attention import make_causal_mask as make_causal_mask
+from linen.layers.dtypes import promote_dtype as promote_dtype
+
+__all__ = [
+    'MultiHeadAttention',
+    'MultiHeadDotProductAttention',
+    'SelfAttention',
+    'combine_masks',
+    'dot_product_attention',
+    'dot_product_attention_weights',
+    'make_attention_mask',
+    'make_causal_mask',
+    'promote_dtype',
+]
