@@ -9,7 +9,14 @@ import importlib
 
 import pytest
 
-SURFACES = ['linen.core', 'linen.core.errors', 'linen.core.config', 'linen.module']
+SURFACES = [
+    'linen.core',
+    'linen.core.errors',
+    'linen.core.config',
+    'linen.core.traverse_util',
+    'linen.training',
+    'linen.module',
+]
 
 
 @pytest.mark.parametrize('module_name', SURFACES)

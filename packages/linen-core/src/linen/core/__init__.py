@@ -51,6 +51,7 @@ _LAZY = {
     'serialization': None,
     'spmd': None,
     'frozen_dict': None,
+    'traverse_util': None,
 }
 
 __all__ = [
@@ -87,6 +88,7 @@ __all__ = [
     'serialization',
     'spmd',
     'struct',
+    'traverse_util',
     'subtract_filters',
     'unfreeze',
     'union_filters',
