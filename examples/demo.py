@@ -1,83 +1,379 @@
-"""The smallest end-to-end linen example: fit a two-layer MLP to a toy regression.
+"""Train a small CNN on scikit-learn's 8x8 digits with linen, end to end.
 
-Run with ``python3 -m nox -s demo``. It uses ``linen.nn`` Modules when
-``linen-module`` and ``linen-layers`` provide them, and otherwise the functional
-core (``linen.core.init``/``apply``), so it runs on whatever is installed.
+Run it with ``python3 -m nox -s demo`` (the session installs what it needs), or
+directly with ``python examples/demo.py --help``. It shows what a Flax user does
+every day, with ``import linen.nn as nn`` in place of ``import flax.linen as nn``:
+
+- a convolutional classifier with ``BatchNorm`` (the ``batch_stats`` collection,
+  updated with ``mutable=``), ``Dropout`` (the ``dropout`` rng stream) and
+  ``nn.remat`` on its convolution blocks, trained with optax through
+  ``linen.training.TrainState`` in a ``jax.jit`` train step, a rich progress bar
+  per epoch;
+- an orbax-checkpoint checkpoint written halfway, read back, compared leaf by leaf
+  with the state that was saved, and training resumed from the restored copy;
+- at the end: held-out accuracy, the per-module FLOPs/bytes table
+  (``linen.profiling.module_costs``), the per-module time table of a real profiler
+  trace (``linen.profiling.profile``; the trace folder opens in TensorBoard or
+  XProf), the ``linen.profiling.tabulate`` summary and a PNG of the training
+  curves, each written under ``--out`` and printed with its path.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
 import jax
 import jax.numpy as jnp
+import numpy as np
+import optax
 
-import linen.core
 import linen.nn as nn
+import linen.profiling as lp
+from linen.training import TrainState
+
+NUM_CLASSES = 10
 
 
-def _has(*names: str) -> bool:
-    available = set(dir(nn))
-    return all(name in available for name in names)
+# ----------------------------------------------------------------------------- data
 
 
-def make_model():
-    """``(init_fn, apply_fn, description)`` for a 1 -> 32 -> 1 MLP."""
-    if _has('Module', 'compact', 'Dense'):
+def load_digits(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The 1,797 8x8 digit images that ship with scikit-learn, split 80/20, stratified."""
+    from sklearn.datasets import load_digits as sklearn_digits
+    from sklearn.model_selection import train_test_split
 
-        class MLP(nn.Module):
-            hidden: int = 32
-
-            @nn.compact
-            def __call__(self, x):
-                x = nn.Dense(self.hidden)(x)
-                x = jnp.tanh(x)
-                return nn.Dense(1)(x)
-
-        model = MLP()
-        return model.init, model.apply, 'linen.nn Module (MLP with two nn.Dense)'
-
-    def dense(scope, x, features):
-        kernel = scope.param('kernel', jax.nn.initializers.lecun_normal(), (x.shape[-1], features))
-        bias = scope.param('bias', jax.nn.initializers.zeros, (features,))
-        return x @ kernel + bias
-
-    def mlp(scope, x):
-        h = jnp.tanh(scope.child(dense, 'Dense_0')(x, 32))
-        return scope.child(dense, 'Dense_1')(h, 1)
-
-    return linen.core.init(mlp), linen.core.apply(mlp), 'linen.core functional scopes'
+    digits = sklearn_digits()
+    # Pixels are 0..16; NHWC with one channel, as nn.Conv expects.
+    images = (digits.images / 16.0).astype(np.float32)[..., None]
+    labels = digits.target.astype(np.int32)
+    x_train, x_test, y_train, y_test = train_test_split(
+        images, labels, test_size=0.2, random_state=seed, stratify=labels
+    )
+    return x_train, y_train, x_test, y_test
 
 
-def main() -> None:
-    print(f'linen-core {linen.core.__version__}; linen.nn offers {len(dir(nn))} names')
-    init_fn, apply_fn, description = make_model()
-    print(f'model: {description}')
+def batches(x: np.ndarray, y: np.ndarray, batch_size: int, rng: np.random.Generator):
+    """Shuffled full batches: a partial last batch would be one more shape to compile."""
+    order = rng.permutation(len(x))
+    for start in range(0, len(x) - batch_size + 1, batch_size):
+        index = order[start : start + batch_size]
+        yield x[index], y[index]
 
-    x = jnp.linspace(-2.0, 2.0, 64)[:, None]
-    y = jnp.sin(x)
-    variables = init_fn(jax.random.key(0), x)
-    if isinstance(variables, tuple):  # linen.core.init returns (output, variables)
-        variables = variables[1]
-    params = variables['params']
+
+# ---------------------------------------------------------------------------- model
+
+
+class ConvBlock(nn.Module):
+    """3x3 convolution, batch norm, ReLU."""
+
+    features: int
+
+    @nn.compact
+    def __call__(self, x, train: bool):
+        x = nn.Conv(self.features, (3, 3), use_bias=False)(x)
+        x = nn.BatchNorm(use_running_average=not train, momentum=0.9)(x)
+        return nn.relu(x)
+
+
+# Recompute the blocks' activations in the backward pass instead of keeping them:
+# what a real (deeper, wider) CNN does to fit its batch in memory. `train` is static
+# (a Python bool); linen counts static_argnums as the caller writes the call, so it
+# is argument 1 (see docs/differences.md).
+RematConvBlock = nn.remat(ConvBlock, static_argnums=(1,))
+
+
+class CNN(nn.Module):
+    """Two remat'd conv blocks, a pooling step and a dense head with dropout."""
+
+    widths: tuple[int, ...] = (32, 64)
+    hidden: int = 128
+    dropout_rate: float = 0.25
+
+    @nn.compact
+    def __call__(self, x, train: bool = False):
+        for features in self.widths:
+            x = RematConvBlock(features)(x, train)
+            x = nn.max_pool(x, (2, 2), strides=(2, 2))
+        x = x.reshape((x.shape[0], -1))
+        x = nn.relu(nn.Dense(self.hidden)(x))
+        x = nn.Dropout(self.dropout_rate, deterministic=not train)(x)
+        return nn.Dense(NUM_CLASSES, name='head')(x)
+
+
+class CNNState(TrainState):
+    """The train state plus BatchNorm's running statistics."""
+
+    batch_stats: Any = None
+
+
+def create_state(model: CNN, key: jax.Array, sample: np.ndarray, learning_rate: float) -> CNNState:
+    # Under jit, init compiles once instead of dispatching every op on its own.
+    variables = jax.jit(model.init, static_argnames='train')(key, jnp.asarray(sample), train=False)
+    state = CNNState.create(
+        apply_fn=model.apply,
+        params=variables['params'],
+        batch_stats=variables['batch_stats'],
+        tx=optax.adam(learning_rate),
+    )
+    # A restored checkpoint holds strongly typed arrays committed to a device. The
+    # state starts the same way (create() gives the Python int 0, as Flax's does,
+    # and fresh arrays are uncommitted): otherwise that difference alone would make
+    # jit compile the train step a second time after the restore.
+    state = state.replace(step=jnp.zeros((), jnp.int32))
+    return jax.device_put(state, jax.devices()[0])
+
+
+# -------------------------------------------------------------------------- training
+
+
+def cross_entropy(logits: jax.Array, labels: jax.Array) -> jax.Array:
+    return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+
+
+@jax.jit
+def train_step(state: CNNState, x: jax.Array, y: jax.Array, dropout_key: jax.Array):
+    """One Adam step; returns the new state and the batch's loss and accuracy."""
+    # A fresh dropout key per step, derived from the step count: resuming from a
+    # checkpoint continues the same sequence of masks.
+    key = jax.random.fold_in(dropout_key, state.step)
 
     def loss_fn(params):
-        return jnp.mean((apply_fn({'params': params}, x) - y) ** 2)
+        logits, updates = state.apply_fn(
+            {'params': params, 'batch_stats': state.batch_stats},
+            x,
+            train=True,
+            rngs={'dropout': key},
+            mutable=['batch_stats'],
+        )
+        return cross_entropy(logits, y), (logits, updates['batch_stats'])
 
-    @jax.jit
-    def step(params):
-        loss, grads = jax.value_and_grad(loss_fn)(params)
-        return jax.tree_util.tree_map(lambda p, g: p - 0.05 * g, params, grads), loss
+    (loss, (logits, batch_stats)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+    state = state.apply_gradients(grads=grads, batch_stats=batch_stats)
+    accuracy = jnp.mean(jnp.argmax(logits, -1) == y)
+    return state, loss, accuracy
 
-    first = None
-    for i in range(301):
-        params, loss = step(params)
-        first = loss if first is None else first
-        if i % 100 == 0:
-            print(f'step {i:3d}  mse {float(loss):.5f}')
-    if not float(loss) < float(first):
-        raise SystemExit('the loss did not decrease')
-    shapes = jax.tree_util.tree_map(jnp.shape, params)
-    print(f'parameters: {shapes}')
-    print('demo finished: the loss decreased from', f'{float(first):.4f} to {float(loss):.4f}')
+
+@jax.jit
+def evaluate(state: CNNState, x: jax.Array, y: jax.Array):
+    logits = state.apply_fn({'params': state.params, 'batch_stats': state.batch_stats}, x)
+    return cross_entropy(logits, y), jnp.mean(jnp.argmax(logits, -1) == y)
+
+
+def train_epochs(state, data, epochs, first_epoch, args, dropout_key, history):
+    """Runs epochs ``first_epoch .. first_epoch + epochs - 1`` with a progress bar each."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    x_train, y_train, x_test, y_test = data
+    steps = len(x_train) // args.batch_size
+    columns = (
+        TextColumn('[bold]{task.description}'),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn('loss {task.fields[loss]:.4f}  acc {task.fields[acc]:6.2%}'),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns) as progress:
+        for epoch in range(first_epoch, first_epoch + epochs):
+            task = progress.add_task(
+                f'epoch {epoch + 1:2d}/{args.epochs}', total=steps, loss=0, acc=0
+            )
+            rng = np.random.default_rng(args.seed + epoch)
+            losses, accuracies = [], []
+            for x, y in batches(x_train, y_train, args.batch_size, rng):
+                state, loss, accuracy = train_step(state, x, y, dropout_key)
+                losses.append(float(loss))
+                accuracies.append(float(accuracy))
+                progress.update(task, advance=1, loss=np.mean(losses), acc=np.mean(accuracies))
+            test_loss, test_accuracy = evaluate(state, x_test, y_test)
+            history.append(
+                {
+                    'epoch': epoch + 1,
+                    'train_loss': float(np.mean(losses)),
+                    'train_accuracy': float(np.mean(accuracies)),
+                    'test_loss': float(test_loss),
+                    'test_accuracy': float(test_accuracy),
+                }
+            )
+            progress.update(
+                task,
+                description=f'epoch {epoch + 1:2d}/{args.epochs} (held-out {float(test_accuracy):.2%})',
+            )
+    return state
+
+
+# ------------------------------------------------------------------------ checkpoint
+
+
+def save_and_restore(state: CNNState, directory: Path) -> CNNState:
+    """Writes ``state`` with orbax-checkpoint, reads it back and checks it is exact."""
+    import orbax.checkpoint as ocp
+
+    checkpointer = ocp.StandardCheckpointer()
+    checkpointer.save(directory, state, force=True)
+    checkpointer.wait_until_finished()
+    # Restoring into the abstract shape of the state rebuilds a CNNState (apply_fn
+    # and tx are static fields: they come from the target, not the files).
+    target = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, state)
+    restored = checkpointer.restore(directory, target)
+    checkpointer.close()
+    saved_leaves = jax.tree_util.tree_leaves_with_path(state)
+    restored_leaves = jax.tree_util.tree_leaves(restored)
+    for (path, saved), loaded in zip(saved_leaves, restored_leaves, strict=True):
+        if not np.array_equal(np.asarray(saved), np.asarray(loaded)):
+            raise SystemExit(f'checkpoint mismatch at {jax.tree_util.keystr(path)}')
+    count = sum(np.size(leaf) for leaf in restored_leaves)
+    print(
+        f'checkpoint: {directory} written at step {int(restored.step)} and read back; '
+        f'all {len(restored_leaves)} arrays ({count:,} numbers) equal the saved state '
+        'bit for bit. Training resumes from the restored copy.'
+    )
+    return restored
+
+
+# ---------------------------------------------------------------------------- reports
+
+
+def plot_curves(history: list[dict], resumed_at: int, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    epochs = [h['epoch'] for h in history]
+    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 4))
+    ax_loss.plot(epochs, [h['train_loss'] for h in history], 'o-', label='train')
+    ax_loss.plot(epochs, [h['test_loss'] for h in history], 's-', label='held-out')
+    ax_loss.set(xlabel='epoch', ylabel='cross-entropy', title='loss', yscale='log')
+    ax_acc.plot(epochs, [h['train_accuracy'] for h in history], 'o-', label='train')
+    ax_acc.plot(epochs, [h['test_accuracy'] for h in history], 's-', label='held-out')
+    ax_acc.set(xlabel='epoch', ylabel='accuracy', title='accuracy', ylim=(0, 1.01))
+    for ax in (ax_loss, ax_acc):
+        if 0 < resumed_at < len(history):
+            ax.axvline(resumed_at + 0.5, color='grey', ls=':', label='checkpoint, resumed')
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle('linen CNN on scikit-learn digits')
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write_report(path: Path, title: str, body: str) -> None:
+    path.write_text(body + '\n')
+    print(f'\n{title} ({path}):\n{body}')
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=(
+            "Train a small CNN (Conv + BatchNorm + Dropout, nn.remat blocks) on scikit-learn's "
+            '8x8 digits with linen and optax; checkpoint with orbax halfway, restore, resume; '
+            'then print held-out accuracy, per-module cost and time tables, a summary table, '
+            'and write a PNG of the training curves. Every output goes under --out.'
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument('--epochs', type=int, default=15, help='training epochs (>= 1)')
+    parser.add_argument(
+        '--batch-size', type=int, default=32, help='examples per optimizer step (1..1437)'
+    )
+    parser.add_argument(
+        '--out', type=Path, default=Path('demo-out'), help='folder for every output file'
+    )
+    parser.add_argument(
+        '--profile',
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help='record a jax.profiler trace of the train step and print time per module '
+        '(--no-profile skips it; the FLOPs table is computed either way, without running)',
+    )
+    parser.add_argument('--learning-rate', type=float, default=2e-3, help='Adam learning rate')
+    parser.add_argument('--seed', type=int, default=0, help='seed of the split, init and shuffling')
+    args = parser.parse_args(argv)
+    if args.epochs < 1:
+        parser.error('--epochs must be at least 1')
+    if not 1 <= args.batch_size <= 1437:
+        parser.error('--batch-size must be between 1 and 1437 (the training examples)')
+    return args
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    print(f'jax {jax.__version__} on {jax.devices()[0].platform}; outputs in {out}')
+
+    data = load_digits(args.seed)
+    x_train, y_train, x_test, y_test = data
+    print(f'data: {len(x_train)} training and {len(x_test)} held-out 8x8 digit images')
+    model = CNN()
+    init_key, dropout_key = jax.random.split(jax.random.key(args.seed))
+    state = create_state(model, init_key, x_train[: args.batch_size], args.learning_rate)
+
+    history: list[dict] = []
+    # Train the first half, checkpoint, restore into a fresh copy, train the rest
+    # from that copy: the run continues from what was read back, not from memory.
+    first_half = max(1, args.epochs // 2)
+    state = train_epochs(state, data, first_half, 0, args, dropout_key, history)
+    checkpoint_dir = out / 'checkpoint'
+    state = save_and_restore(state, checkpoint_dir)
+    if args.epochs > first_half:
+        state = train_epochs(
+            state, data, args.epochs - first_half, first_half, args, dropout_key, history
+        )
+
+    _, test_accuracy = evaluate(state, x_test, y_test)
+    test_accuracy = float(test_accuracy)
+    print(f'\nheld-out accuracy: {test_accuracy:.2%} ({len(x_test)} images)')
+
+    curves = out / 'curves.png'
+    plot_curves(history, first_half, curves)
+    print(f'training curves: {curves}')
+
+    batch_x, batch_y = x_train[: args.batch_size], y_train[: args.batch_size]
+    variables = {'params': state.params, 'batch_stats': state.batch_stats}
+    costs = lp.module_costs(train_step, state, batch_x, batch_y, dropout_key)
+    write_report(out / 'costs.txt', 'FLOPs and bytes per module, one train step', str(costs))
+    summary = lp.tabulate(model, jax.random.key(0), jnp.asarray(batch_x), train=False)
+    write_report(out / 'summary.txt', 'summary (linen.profiling.tabulate)', summary)
+
+    trace_dir = None
+    if args.profile:
+        trace_dir = out / 'trace'
+        times = lp.profile(
+            train_step, state, batch_x, batch_y, dropout_key,
+            steps=5, logdir=trace_dir, print_table=False,
+        )  # fmt: skip
+        write_report(out / 'times.txt', 'time per module, one train step (profiler)', str(times))
+        print(
+            f'\nprofiler trace: {trace_dir} (open with `tensorboard --logdir {trace_dir}` or XProf)'
+        )
+
+    metrics = {
+        'test_accuracy': test_accuracy,
+        'epochs': args.epochs,
+        'batch_size': args.batch_size,
+        'checkpoint_epoch': first_half,
+        'steps': int(state.step),
+        'history': history,
+        'checkpoint': str(checkpoint_dir),
+        'curves': str(curves),
+        'costs': str(out / 'costs.txt'),
+        'summary': str(out / 'summary.txt'),
+        'times': str(out / 'times.txt') if trace_dir else None,
+        'trace': str(trace_dir) if trace_dir else None,
+        'variables': jax.tree_util.tree_map(lambda a: list(np.shape(a)), variables),
+        'seconds': time.perf_counter() - started,
+    }
+    (out / 'metrics.json').write_text(json.dumps(metrics, indent=1))
+    print(f'metrics: {out / "metrics.json"}')
+    print(f'demo finished in {metrics["seconds"]:.0f} s: held-out accuracy {test_accuracy:.2%}')
+    return metrics
 
 
 if __name__ == '__main__':

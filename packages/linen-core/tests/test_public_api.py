@@ -15,6 +15,8 @@ SURFACES = [
     'linen.core.config',
     'linen.core.lifting',
     'linen.core.plugin_bus',
+    'linen.core.traverse_util',
+    'linen.training',
     'linen.module',
     'linen.module.dispatch',
 ]

@@ -55,6 +55,7 @@ _LAZY = {
     'spmd': None,
     'frozen_dict': None,
     'scope': None,
+    'traverse_util': None,
 }
 
 __all__ = [
@@ -95,6 +96,7 @@ __all__ = [
     'serialization',
     'spmd',
     'struct',
+    'traverse_util',
     'subtract_filters',
     'unfreeze',
     'union_filters',

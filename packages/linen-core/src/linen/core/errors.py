@@ -41,6 +41,9 @@ __all__ = [
     'TransformTargetError',
     'TransformedMethodReturnValueError',
     'InvalidCheckpointError',
+    'TraverseInputTypeError',
+    'TraversalSetValuesCountError',
+    'TrainStateOptimizerError',
     'PartitioningUnspecifiedError',
     'LogicalAxisRulesError',
     'PluginError',
@@ -456,6 +459,36 @@ class TransformedMethodReturnValueError(LinenError):
 
 class InvalidCheckpointError(LinenError, ValueError):
     """Bytes or a state dict that cannot be restored."""
+
+    def __init__(self, msg: str):
+        super().__init__(msg)
+
+
+class TraverseInputTypeError(LinenError, TypeError):
+    """A ``traverse_util`` function got something that is not a (Frozen)dict.
+
+    >>> traverse_util.flatten_dict([1, 2])  # doctest: +SKIP
+    """
+
+    def __init__(self, msg: str):
+        super().__init__(msg)
+
+
+class TraversalSetValuesCountError(LinenError, ValueError):
+    """``ModelParamTraversal.set`` got more or fewer values than parameters it selects.
+
+    >>> ModelParamTraversal(lambda p, _: True).set([], {'w': 1})  # doctest: +SKIP
+    """
+
+    def __init__(self, msg: str):
+        super().__init__(msg)
+
+
+class TrainStateOptimizerError(LinenError, TypeError):
+    """``TrainState.create`` got a ``tx`` that is not an optax-style transformation.
+
+    >>> TrainState.create(apply_fn=f, params=p, tx=0.1)  # doctest: +SKIP
+    """
 
     def __init__(self, msg: str):
         super().__init__(msg)
