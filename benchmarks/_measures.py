@@ -412,7 +412,7 @@ def measure_step(bench: Bench, model: str, label: str, reps: int, calls: int) ->
 
 
 def _train_step(bench: Bench, peer: str, model: str):
-    """``value_and_grad`` of a mean-square loss and an optax Adam update."""
+    """``(step, opt)``: ``value_and_grad`` of a mean-square loss and an optax Adam update."""
     import optax
 
     apply = bench.impls[peer][model].apply
@@ -427,7 +427,7 @@ def _train_step(bench: Bench, peer: str, model: str):
         updates, state = opt.update(grads, state, p)
         return optax.apply_updates(p, updates), state, value
 
-    return step, opt.init(bench.params[peer][model])
+    return step, opt
 
 
 def measure_train_trace(bench: Bench, model: str, label: str, reps: int) -> Row:
@@ -437,15 +437,12 @@ def measure_train_trace(bench: Bench, model: str, label: str, reps: int) -> Row:
     states = {}
 
     def sample(peer: str) -> float:
+        p = bench.params[peer][model]
         if peer not in states:
-            states[peer] = _train_step(bench, peer, model)[1]
-        p, state = bench.params[peer][model], states[peer]
-
-        def once():
-            step, _ = _train_step(bench, peer, model)
-            jax.make_jaxpr(step)(p, state, x)
-
-        return timed(once)
+            states[peer] = _train_step(bench, peer, model)[1].init(p)
+        # A fresh step function each time, so no tracing cache can answer.
+        step, _ = _train_step(bench, peer, model)
+        return timed(lambda: jax.make_jaxpr(step)(p, states[peer], x))
 
     return _ratio_row(bench, row, model, sample, reps)
 
@@ -459,7 +456,8 @@ def measure_train_step(bench: Bench, model: str, label: str, reps: int, calls: i
     def sample(peer: str) -> float:
         p = bench.params[peer][model]
         if peer not in compiled:
-            step, state = _train_step(bench, peer, model)
+            step, opt = _train_step(bench, peer, model)
+            state = opt.init(p)
             compiled[peer] = (jax.jit(step).lower(p, state, x).compile(), state)
         f, state = compiled[peer]
         return per_call(lambda: jax.block_until_ready(f(p, state, x)), calls)
