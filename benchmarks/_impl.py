@@ -12,7 +12,11 @@ class Impl(NamedTuple):
     Attributes:
         init: ``init(key, x) -> params``; ``params`` is a pytree of arrays only.
         apply: ``apply(params, x) -> y``; closes over anything that is not an array.
+        lazy_init: ``lazy_init(key, x_shape) -> params`` from a ``jax.ShapeDtypeStruct``
+            input, for libraries that have one (Flax, linen); ``None`` elsewhere, where
+            the benchmark calls ``init`` on a zero input of that shape (what a user does).
     """
 
     init: Callable[[Any, Any], Any]
     apply: Callable[[Any, Any], Any]
+    lazy_init: Callable[[Any, Any], Any] | None = None

@@ -10,8 +10,10 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from benchmarks._bench import Bench
 from benchmarks._hlo import summarize
@@ -36,13 +38,19 @@ def _fill_unavailable(bench: Bench, row: Row, model: str | None) -> None:
 
 
 def _sample_peers(
-    bench: Bench, model: str, sample: Callable[[str], float], reps: int
+    bench: Bench,
+    model: str,
+    sample: Callable[[str], float],
+    reps: int,
+    extra: tuple[str, ...] = (),
 ) -> dict[str, list[float]]:
     """Interleaved repetitions of ``sample`` over the peers that have ``model``.
 
-    A peer whose sample raises (linen only; others re-raise) drops out of the row.
+    ``extra`` names further baselines (e.g. :data:`PARAMS_FORWARD`) sampled in the
+    same round-robin. A peer whose sample raises (linen only; others re-raise) drops
+    out of the row.
     """
-    names = bench.available(model)
+    names = [*bench.available(model), *extra]
     samples: dict[str, list[float]] = {n: [] for n in names}
     for rep in range(reps):
         shift = rep % len(names) if names else 0
@@ -57,6 +65,23 @@ def _sample_peers(
     return samples
 
 
+# A second pure JAX baseline for the init rows: parameters and one forward pass,
+# which is what Flax-style ``init`` computes.
+PARAMS_FORWARD = 'jax_params_forward'
+
+
+def _spread(values: list[float], base: list[float] | None) -> tuple[float, float]:
+    """Lowest and highest per-repetition ratio to the baseline sampled in the same round.
+
+    Peers are sampled round-robin, so repetition ``i`` of a peer and of the baseline
+    saw the same machine; their ratio cancels most of the noise a median hides.
+    """
+    if not base:
+        return (float('nan'), float('nan'))
+    ratios = [v / b for v, b in zip(values, base) if b > 0]
+    return (min(ratios), max(ratios)) if ratios else (float('nan'), float('nan'))
+
+
 def _ratio_row(
     bench: Bench,
     row: Row,
@@ -64,19 +89,33 @@ def _ratio_row(
     sample: Callable[[str], float],
     reps: int,
     warmup: bool = True,
+    base_name: str = BASELINE,
+    extra: tuple[str, ...] = (),
 ) -> Row:
-    """Fill ``row`` with medians of ``sample`` and their ratios to pure JAX."""
+    """Fill ``row`` with medians of ``sample``, their ratios to ``base_name`` and the spread.
+
+    A cell reads ``×median-ratio (median time; lowest–highest per-repetition ratio)``.
+    """
     if warmup and WARMUP:
-        _sample_peers(bench, model, sample, 1)
-    samples = _sample_peers(bench, model, sample, reps)
-    base = median(samples[BASELINE]) if samples.get(BASELINE) else None
+        _sample_peers(bench, model, sample, 1, extra)
+    samples = _sample_peers(bench, model, sample, reps, extra)
+    base_values = samples.get(base_name)
+    base = median(base_values) if base_values else None
     for name, values in samples.items():
         m = median(values)
+        lo, hi = _spread(values, base_values)
         row.samples[name] = values
         row.medians[name] = m
         row.ratios[name] = m / base if base else None
+        row.extra.setdefault('spread', {})[name] = [lo, hi]
         ratio = f'×{m / base:.2f}' if base else '—'
-        row.cells[name] = f'{ratio} ({human_seconds(m)})'
+        spread = f'; ×{lo:.2f}–{hi:.2f}' if base and len(values) > 1 else ''
+        row.cells[name] = f'{ratio} ({human_seconds(m)}{spread})'
+    if base_name != BASELINE and BASELINE in row.cells and base_name in row.cells:
+        # The baseline column shows both pure JAX figures.
+        row.cells[BASELINE] += f', params + forward {row.cells[base_name]}'
+    for name in extra:
+        row.cells.pop(name, None)
     _fill_unavailable(bench, row, model)
     return row
 
@@ -115,7 +154,7 @@ def measure_import(bench: Bench, reps: int) -> Row:
     row = Row(
         'import',
         'import, seconds over `import jax` (fresh process)',
-        '≤ +0.15, plugin discovery included',
+        '≤ +0.05, plugin discovery included',
         's',
     )
     scripts = {
@@ -200,30 +239,72 @@ def measure_trace_calls(
 # 3. init -----------------------------------------------------------------------------
 
 
-def measure_init_eager(bench: Bench, model: str, label: str, reps: int) -> Row:
-    row = Row(f'init_eager_{model}', label, '—', 's', chart=True)
+def _params_forward(bench: Bench, model: str) -> Callable[[Any, Any], Any]:
+    """Pure JAX parameters plus one forward pass: what a Flax-style ``init`` computes."""
+    impl = bench.impls[BASELINE][model]
+
+    def init_and_forward(key, x):
+        params = impl.init(key, x)
+        return params, impl.apply(params, x)
+
+    return init_and_forward
+
+
+def _init_fn(bench: Bench, peer: str, model: str) -> Callable[[Any, Any], Any]:
+    if peer == PARAMS_FORWARD:
+        return _params_forward(bench, model)
+    return bench.impls[peer][model].init
+
+
+def measure_init_eager(bench: Bench, model: str, label: str, target: str, reps: int) -> Row:
+    """Eager ``init``; ratios to pure JAX parameters + one forward pass."""
+    row = Row(f'init_eager_{model}', label, target, 's', chart=True)
 
     def sample(peer: str) -> float:
-        init = bench.impls[peer][model].init
+        init = _init_fn(bench, peer, model)
         return timed(lambda: jax.block_until_ready(init(bench.key, bench.inputs[model])))
 
-    return _ratio_row(bench, row, model, sample, reps)
+    return _ratio_row(
+        bench, row, model, sample, reps, base_name=PARAMS_FORWARD, extra=(PARAMS_FORWARD,)
+    )
 
 
-def measure_init_trace(bench: Bench, model: str, label: str, reps: int) -> Row:
+def measure_init_trace(bench: Bench, model: str, label: str, target: str, reps: int) -> Row:
     """``jax.make_jaxpr`` of ``init`` (fresh function): the library's share of a jitted init.
 
     The first call of ``jax.jit(init)`` on the big models is dominated by XLA compiling
     the random number generators (tens of seconds, the same for every library); tracing
-    alone shows what the library adds.
+    alone shows what the library adds. Ratios are to pure JAX parameters + forward.
     """
-    row = Row(f'init_trace_{model}', label, '—', 's', chart=True)
+    row = Row(f'init_trace_{model}', label, target, 's', chart=True)
 
     def sample(peer: str) -> float:
-        init = bench.impls[peer][model].init
+        init = _init_fn(bench, peer, model)
         return timed(
             lambda: jax.make_jaxpr(lambda k, x: init(k, x))(bench.key, bench.inputs[model])
         )
+
+    return _ratio_row(
+        bench, row, model, sample, reps, base_name=PARAMS_FORWARD, extra=(PARAMS_FORWARD,)
+    )
+
+
+def measure_lazy_init(bench: Bench, model: str, label: str, target: str, reps: int) -> Row:
+    """Variables from a ``jax.ShapeDtypeStruct`` input, eagerly; ratio to pure JAX params only.
+
+    Flax and linen call ``lazy_init``; pure JAX and Equinox build parameters without a
+    forward pass anyway; Haiku has no lazy init, so its ``init`` runs on a zero input.
+    """
+    row = Row(f'lazy_init_{model}', label, target, 's', chart=True)
+    x = bench.inputs[model]
+    shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
+
+    def sample(peer: str) -> float:
+        impl = bench.impls[peer][model]
+        if impl.lazy_init is not None:
+            return timed(lambda: jax.block_until_ready(impl.lazy_init(bench.key, shape)))
+        zeros = jnp.zeros(x.shape, x.dtype)
+        return timed(lambda: jax.block_until_ready(impl.init(bench.key, zeros)))
 
     return _ratio_row(bench, row, model, sample, reps)
 
@@ -323,6 +404,63 @@ def measure_step(bench: Bench, model: str, label: str, reps: int, calls: int) ->
             compiled[peer] = jax.jit(bench.impls[peer][model].apply).lower(p, x).compile()
         f = compiled[peer]
         return per_call(lambda: jax.block_until_ready(f(p, x)), calls)
+
+    return _ratio_row(bench, row, model, sample, reps)
+
+
+# 5b. train step ---------------------------------------------------------------------
+
+
+def _train_step(bench: Bench, peer: str, model: str):
+    """``(step, opt)``: ``value_and_grad`` of a mean-square loss and an optax Adam update."""
+    import optax
+
+    apply = bench.impls[peer][model].apply
+    opt = optax.adam(1e-3)
+
+    def loss(p, x):
+        y = apply(p, x)
+        return jnp.mean(y * y)
+
+    def step(p, state, x):
+        value, grads = jax.value_and_grad(loss)(p, x)
+        updates, state = opt.update(grads, state, p)
+        return optax.apply_updates(p, updates), state, value
+
+    return step, opt
+
+
+def measure_train_trace(bench: Bench, model: str, label: str, reps: int) -> Row:
+    """``jax.make_jaxpr`` of a fresh train step: forward, backward and optimizer update."""
+    row = Row(f'train_trace_{model}', label, '≤ ×1.10', 's', chart=True)
+    x = bench.inputs[model]
+    states = {}
+
+    def sample(peer: str) -> float:
+        p = bench.params[peer][model]
+        if peer not in states:
+            states[peer] = _train_step(bench, peer, model)[1].init(p)
+        # A fresh step function each time, so no tracing cache can answer.
+        step, _ = _train_step(bench, peer, model)
+        return timed(lambda: jax.make_jaxpr(step)(p, states[peer], x))
+
+    return _ratio_row(bench, row, model, sample, reps)
+
+
+def measure_train_step(bench: Bench, model: str, label: str, reps: int, calls: int) -> Row:
+    """Run time of the compiled train step, each call awaited (compiled once per peer)."""
+    row = Row(f'train_step_{model}', label, '1.00 ± noise', 's', chart=True)
+    compiled = {}
+    x = bench.inputs[model]
+
+    def sample(peer: str) -> float:
+        p = bench.params[peer][model]
+        if peer not in compiled:
+            step, opt = _train_step(bench, peer, model)
+            state = opt.init(p)
+            compiled[peer] = (jax.jit(step).lower(p, state, x).compile(), state)
+        f, state = compiled[peer]
+        return per_call(lambda: jax.block_until_ready(f(p, state, x)), calls)
 
     return _ratio_row(bench, row, model, sample, reps)
 

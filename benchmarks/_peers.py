@@ -44,6 +44,7 @@ def _flax_style_impls(nn: Any, sizes: Sizes) -> dict[str, Impl]:
         out[name] = Impl(
             lambda key, x, m=module: m.init(key, x),
             lambda params, x, m=module: m.apply(params, x),
+            lambda key, x, m=module: m.lazy_init(key, x),
         )
     return out
 

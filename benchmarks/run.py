@@ -63,23 +63,39 @@ def run(out: Path, smoke: bool = False, peers: tuple[str, ...] = PEER_NAMES, log
     step('import')
     rows.append(m.measure_import(bench, plan.import_reps))
     step('trace')
-    rows.append(m.measure_trace(bench, 'mlp', f'trace, {mlp}', '≤ ×1.3', plan.reps))
-    rows.append(m.measure_trace(bench, 'transformer', f'trace, {tf}', '≤ ×1.3', plan.reps))
+    rows.append(m.measure_trace(bench, 'mlp', f'trace, {mlp}', '≤ ×1.10', plan.reps))
+    rows.append(m.measure_trace(bench, 'transformer', f'trace, {tf}', '≤ ×1.10', plan.reps))
     step('python calls per trace')
     rows.append(m.measure_trace_calls(bench, 'mlp', f'Python calls per trace, {mlp}', profile_dir))
     rows.append(
         m.measure_trace_calls(bench, 'transformer', f'Python calls per trace, {tf}', profile_dir)
     )
     step('init')
-    rows.append(m.measure_init_eager(bench, 'mlp', f'eager init, {mlp}', plan.reps))
-    rows.append(m.measure_init_trace(bench, 'mlp', f'trace of init, {mlp}', plan.reps))
+    vs_pf = 'vs pure JAX params + forward'
+    for model, label in (('mlp', mlp), ('transformer', tf)):
+        rows.append(
+            m.measure_init_eager(bench, model, f'eager init {vs_pf}, {label}', '≤ ×1.00', plan.reps)
+        )
+    for model, label in (('mlp', mlp), ('transformer', tf)):
+        rows.append(
+            m.measure_init_trace(
+                bench, model, f'trace of init {vs_pf}, {label}', '≤ ×1.10', plan.reps
+            )
+        )
+    step('lazy_init')
+    for model, label in (('mlp', mlp), ('transformer', tf)):
+        rows.append(
+            m.measure_lazy_init(
+                bench, model, f'lazy_init vs pure JAX params only, {label}', '≤ ×1.30', plan.reps
+            )
+        )
     rows.append(
         m.measure_init_jit_first(bench, 'tiny', f'first call of jit(init), {tiny}', plan.reps)
     )
     step('per-call overheads')
     rows.append(
         m.measure_apply_eager(
-            bench, 'tiny', f'eager apply per call, {tiny}', '≤ ×2.0', plan.reps, plan.eager_calls
+            bench, 'tiny', f'eager apply per call, {tiny}', '≤ ×1.50', plan.reps, plan.eager_calls
         )
     )
     rows.append(
@@ -94,6 +110,23 @@ def run(out: Path, smoke: bool = False, peers: tuple[str, ...] = PEER_NAMES, log
     rows.append(
         m.measure_step(bench, 'transformer', f'compiled step, {tf}', plan.reps, plan.step_calls)
     )
+    step('train step')
+    for model, label in (('mlp', mlp), ('transformer', tf)):
+        rows.append(
+            m.measure_train_trace(
+                bench, model, f'trace of a train step (grad + Adam), {label}', plan.reps
+            )
+        )
+    for model, label in (('mlp', mlp), ('transformer', tf)):
+        rows.append(
+            m.measure_train_step(
+                bench,
+                model,
+                f'compiled train step (grad + Adam), {label}',
+                plan.reps,
+                plan.step_calls,
+            )
+        )
     step('compile, scanned vs unrolled')
     scan = m.measure_compile(bench, 'scan', f'lower + compile, {res} scanned', plan.compile_reps)
     unrolled = m.measure_compile(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import pickle
 
 import jax
 import jax.numpy as jnp
@@ -326,10 +327,29 @@ def test_bind_copies_mutable_collections():
     assert scope.mutable_variables() == {'state': {'n': 5}}
 
 
-def test_lazy_init_gives_shapes_only():
-    shapes = lazy_init(mlp)(jax.random.key(0), jax.ShapeDtypeStruct((4, 5), jnp.float32))
-    assert shapes['params']['hidden']['kernel'].shape == (5, 3)
-    assert isinstance(shapes['params']['out']['bias'], jax.ShapeDtypeStruct)
+def test_lazy_init_gives_the_variables_of_init():
+    key = jax.random.key(0)
+    lazy = lazy_init(mlp)(key, jax.ShapeDtypeStruct((4, 5), jnp.float32))
+    eager = init(mlp)(key, jnp.ones((4, 5)))[1]
+    assert jax.tree_util.tree_structure(lazy) == jax.tree_util.tree_structure(eager)
+    for a, b in zip(jax.tree_util.tree_leaves(lazy), jax.tree_util.tree_leaves(eager)):
+        assert isinstance(a, jax.Array)
+        np.testing.assert_array_equal(a, b)
+
+
+def test_lazy_init_names_the_variable_that_needs_an_abstract_input():
+    def keeps_input(scope, x):
+        scope.variable('cache', 'x', lambda: x * 2)
+        return x
+
+    sds = jax.ShapeDtypeStruct((2,), jnp.float32)
+    with pytest.raises(errors.LazyInitError, match='cache/x') as info:
+        lazy_init(keeps_input)(jax.random.key(0), sds)
+    again = pickle.loads(pickle.dumps(info.value))
+    assert str(again) == str(info.value)
+    # A concrete input is fine: the cache gets its value.
+    out = lazy_init(keeps_input)(jax.random.key(0), jnp.array([1.0, 2.0]))
+    np.testing.assert_array_equal(out['cache']['x'], [2.0, 4.0])
 
 
 def test_apply_under_jit_grad_vmap():

@@ -212,9 +212,24 @@ def test_init_mutable_argument_limits_collections():
         WithState().init(jax.random.key(0), x, mutable=['params'])
 
 
-def test_lazy_init_gives_shapes_without_compute():
-    shapes = Linear(5).lazy_init(jax.random.key(0), jax.ShapeDtypeStruct((2, 3), jnp.float32))
-    assert shapes['params']['w'].shape == (3, 5)
+def test_lazy_init_gives_the_variables_of_init_and_takes_concrete_flags():
+    class Flagged(nn.Module):
+        @nn.compact
+        def __call__(self, x, double: bool):
+            y = Linear(5)(x)
+            if double:  # a Python branch: the flag must arrive concrete
+                y = Linear(5, name='second')(y)
+            return y
+
+    key = jax.random.key(0)
+    sds = jax.ShapeDtypeStruct((2, 3), jnp.float32)
+    lazy = Flagged().lazy_init(key, sds, True)
+    eager = Flagged().init(key, jnp.ones((2, 3)), double=True)
+    assert set(lazy['params']) == {'Linear_0', 'second'}
+    for a, b in zip(jax.tree_util.tree_leaves(lazy), jax.tree_util.tree_leaves(eager)):
+        assert isinstance(a, jax.Array)  # values, not ShapeDtypeStructs
+        np.testing.assert_array_equal(a, b)
+    assert set(Flagged().lazy_init(key, sds, double=False)['params']) == {'Linear_0'}
 
 
 def test_free_functions_apply_init_init_with_output():

@@ -24,6 +24,7 @@ import numpy as np
 
 from linen.core import errors
 from linen.core._filters import Filter, in_filter
+from linen.core._lazy_init import partial_init
 from linen.core._rng import LazyRng, RngStream, check_rngs
 from linen.core.config import config
 
@@ -678,12 +679,17 @@ def init(fn: Callable, mutable: Filter = True, flags: Mapping[str, Any] | None =
 
 
 def lazy_init(fn: Callable, mutable: Filter = True, flags: Mapping[str, Any] | None = None):
-    """Like :func:`init` but only shapes are computed (arguments may be ShapeDtypeStructs)."""
+    """Like :func:`init`, but runs only the work the variables depend on.
+
+    ``lazy_init(fn)(rngs, *args)`` returns the same (concrete) variables as
+    ``init(fn)(rngs, *args)[1]``. Arguments may be ``jax.ShapeDtypeStruct`` where
+    no variable depends on their value; the forward computation on them is never run.
+    """
 
     def wrapper(rngs, *args, **kwargs):
-        def f(rngs, *args):
+        def variables(rngs, *args, **kwargs):
             return init(fn, mutable=mutable, flags=flags)(rngs, *args, **kwargs)[1]
 
-        return jax.eval_shape(f, rngs, *args)
+        return partial_init(variables, rngs, *args, **kwargs)
 
     return wrapper

@@ -22,6 +22,7 @@ __all__ = [
     'ModifyScopeVariableError',
     'InvalidFilterError',
     'InvalidScopeError',
+    'LazyInitError',
     'InvalidRngError',
     'NameInUseError',
     'AssignSubModuleError',
@@ -492,6 +493,25 @@ class TrainStateOptimizerError(LinenError, TypeError):
 
     def __init__(self, msg: str):
         super().__init__(msg)
+
+
+class LazyInitError(LinenError):
+    """``lazy_init`` needed the value of an abstract input."""
+
+    def __init__(self, partial_val=None):
+        # ``partial_val``: the variables (``collection/path/name``) that need it.
+        where = ''
+        if isinstance(partial_val, (list, tuple)) and partial_val:
+            where = f' (variables {", ".join(map(str, partial_val))})'
+        self.partial_val = partial_val
+        super().__init__(
+            f'Lazy init encountered a value that could only be computed with concrete '
+            f'inputs{where}; pass concrete arrays (or `jax.ShapeDtypeStruct`s only where values '
+            f'are not needed).'
+        )
+
+    def __reduce__(self):
+        return (type(self), (self.partial_val,))
 
 
 class PartitioningUnspecifiedError(LinenError):

@@ -38,7 +38,7 @@ __all__ = [
     'run_check',
 ]
 
-CHECKS = ('init', 'apply', 'jit', 'vmap', 'remat', 'float64', 'bfloat16')
+CHECKS = ('init', 'abstract_init', 'apply', 'jit', 'vmap', 'remat', 'float64', 'bfloat16')
 
 # Two slices are enough to catch a batch axis that leaks between examples.
 _VMAP_SIZE = 2
@@ -190,6 +190,25 @@ def _check_init(desc: LayerDescriptor):
     return variables
 
 
+def _check_abstract_init(desc: LayerDescriptor):
+    # Inputs given as jax.ShapeDtypeStructs: lazy_init must give init's very
+    # values, and init under eval_shape its shapes and dtypes.
+    inputs = _inputs(desc)
+    variables = _init(desc, *inputs)
+    abstract = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), inputs)
+    lazy = desc.make().lazy_init(_rngs(desc, with_params=True), *abstract, **desc.kwargs)
+    if jax.tree_util.tree_structure(lazy) != jax.tree_util.tree_structure(variables):
+        raise AssertionError('lazy_init and init build different variable trees')
+    for leaf in jax.tree_util.tree_leaves(lazy):
+        if not isinstance(leaf, jax.Array):
+            raise AssertionError(f'lazy_init returned a {type(leaf).__name__}, not an array')
+    _assert_trees_close(lazy, variables, what='lazy_init vs init', rtol=0, atol=0)
+    shapes = jax.eval_shape(lambda *xs: _init(desc, *xs), *abstract)
+    expected = jax.tree_util.tree_map(lambda v: (v.shape, v.dtype), variables)
+    if jax.tree_util.tree_map(lambda v: (v.shape, v.dtype), shapes) != expected:
+        raise AssertionError('init under eval_shape: shapes or dtypes differ from init')
+
+
 def _check_apply(desc: LayerDescriptor):
     inputs = _inputs(desc)
     variables = _init(desc, *inputs)
@@ -330,6 +349,7 @@ def _check_bfloat16(desc: LayerDescriptor):
 
 _CHECK_FNS = {
     'init': _check_init,
+    'abstract_init': _check_abstract_init,
     'apply': _check_apply,
     'jit': _check_jit,
     'vmap': _check_vmap,

@@ -1,0 +1,110 @@
+"""``lazy_init``: concrete variables without the forward work they do not depend on.
+
+Flax evaluates the init function partially: inputs given as ``jax.ShapeDtypeStruct``
+are unknown, everything else is known, and only the known part runs. Here the same
+result comes from public JAX API only: the init function is traced once to a jaxpr
+(abstract inputs stay abstract, Python leaves such as flags stay concrete), the
+equations no variable depends on are dropped, and the rest is evaluated with the
+concrete inputs. Under an outer trace (``jit``, ``make_jaxpr``) the kept equations
+are staged into it, so its jaxpr holds the initialisers and none of the forward pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.extend import core as jex
+
+from linen.core import errors
+
+__all__ = ['partial_init']
+
+
+def _is_abstract(x: Any) -> bool:
+    return isinstance(x, jax.ShapeDtypeStruct)
+
+
+def _is_array(x: Any) -> bool:
+    # Arrays (and tracers of an outer transform) become inputs of the traced
+    # function; anything else (flags, strings, None, Python numbers) stays a
+    # concrete Python value, as Flax's known inputs do.
+    return isinstance(x, (jax.Array, np.ndarray, np.generic))
+
+
+def _is_var(v: Any) -> bool:
+    return isinstance(v, jex.Var) and not isinstance(v, jex.DropVar)
+
+
+def _unknown_outputs(jaxpr, abstract_invars) -> list[bool]:
+    """Which outputs depend on the abstract inputs (conservatively, per equation)."""
+    unknown = set(abstract_invars)
+    for eqn in jaxpr.eqns:
+        if any(_is_var(v) and v in unknown for v in eqn.invars):
+            unknown.update(v for v in eqn.outvars if _is_var(v))
+    return [_is_var(v) and v in unknown for v in jaxpr.outvars]
+
+
+def _prune(closed) -> Any:
+    """A closed jaxpr with only the equations the outputs (or effects) need."""
+    jaxpr = closed.jaxpr
+    needed = {v for v in jaxpr.outvars if _is_var(v)}
+    kept = []
+    for eqn in reversed(jaxpr.eqns):
+        if eqn.effects or any(_is_var(v) and v in needed for v in eqn.outvars):
+            kept.append(eqn)
+            needed.update(v for v in eqn.invars if _is_var(v))
+    kept.reverse()
+    effects = set()
+    for eqn in kept:
+        effects.update(eqn.effects)
+    # Same inputs as the traced jaxpr, so its debug info (argument names) still fits.
+    pruned = jex.Jaxpr(
+        jaxpr.constvars, jaxpr.invars, jaxpr.outvars, kept, effects, jaxpr.debug_info
+    )
+    return jex.ClosedJaxpr(pruned, closed.consts)
+
+
+def _leaf_paths(tree) -> list[str]:
+    return [
+        '/'.join(str(getattr(k, 'key', k)) for k in path)
+        for path, _ in jax.tree_util.tree_flatten_with_path(tree)[0]
+    ]
+
+
+def partial_init(fn: Callable[..., Any], *args, **kwargs) -> Any:
+    """``fn(*args, **kwargs)`` with only the work its output depends on.
+
+    ``fn`` must return a pytree of arrays (the variables). Leaves of ``args`` and
+    ``kwargs`` given as ``jax.ShapeDtypeStruct`` are abstract: an output that
+    depends on one raises :class:`~linen.core.errors.LazyInitError`.
+    """
+    leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
+    dynamic = [i for i, x in enumerate(leaves) if _is_abstract(x) or _is_array(x)]
+
+    def flat_fn(*dyn):
+        full = list(leaves)
+        for i, x in zip(dynamic, dyn):
+            full[i] = x
+        a, kw = jax.tree_util.tree_unflatten(treedef, full)
+        return fn(*a, **kw)
+
+    dyn_args = [leaves[i] for i in dynamic]
+    closed, out_shape = jax.make_jaxpr(flat_fn, return_shape=True)(*dyn_args)
+    jaxpr = closed.jaxpr
+    abstract_invars = [v for v, x in zip(jaxpr.invars, dyn_args) if _is_abstract(x)]
+    unknown = _unknown_outputs(jaxpr, abstract_invars)
+    if any(unknown):
+        paths = _leaf_paths(out_shape)
+        bad = [p for p, u in zip(paths, unknown) if u]
+        raise errors.LazyInitError(bad)
+    # No kept equation reads an abstract input (checked above), so the
+    # ShapeDtypeStructs themselves stand in for them and no memory is allocated.
+    out_flat = jex.jaxpr_as_fun(_prune(closed))(*dyn_args)
+    # A variable the jaxpr holds as a literal (a constant initialiser) comes back
+    # as a NumPy value; init would have given a jax.Array.
+    out_flat = [x if isinstance(x, jax.Array) else jnp.asarray(x) for x in out_flat]
+    return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(out_shape), out_flat)
