@@ -12,7 +12,8 @@ core and module.
 The sources are parsed, not imported: every ``import`` statement counts (also
 those inside functions and ``TYPE_CHECKING`` blocks), and so do string constants
 that name a module (``'linen.core._scope:Variable'``, the lazy export tables the
-plugin bus resolves). ``nox -s lint`` checks the layer order once more with
+plugin bus resolves). Reading another distribution's private attribute
+(``scope._root`` from linen-transforms) fails too. ``nox -s lint`` checks the layer order once more with
 import-linter (contracts in the workspace ``pyproject.toml``).
 """
 
@@ -139,6 +140,48 @@ def test_no_private_or_upward_imports_between_distributions(dist):
     assert not problems, '\n'.join(problems)
 
 
+def private_attributes(source: str) -> tuple[set[str], list[tuple[int, str]]]:
+    """The private names ``source`` defines, and its ``x._name`` reads (``x`` not self/cls).
+
+    Defined: functions, classes, assigned names and attributes, and identifier-like
+    string constants (``__slots__`` entries, ``d['_state'] = ...``).
+    """
+    defined: set[str] = set()
+    reads = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            defined.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            defined.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if node.value.isidentifier():
+                defined.add(node.value)
+        elif isinstance(node, ast.Attribute) and _is_private(node.attr):
+            if isinstance(node.ctx, ast.Store):
+                defined.add(node.attr)
+            elif not (isinstance(node.value, ast.Name) and node.value.id in ('self', 'cls')):
+                reads.append((node.lineno, node.attr))
+    return {name for name in defined if _is_private(name)}, reads
+
+
+def test_no_distribution_reads_private_attributes_of_another():
+    """``scope._root`` from linen-transforms is as private as ``linen.core._scope``."""
+    defined: dict[str, set[str]] = {dist: set() for dist in LAYERS}
+    reads = []
+    for dist, _, path in _sources():
+        names, found = private_attributes(path.read_text())
+        defined[dist] |= names
+        reads += [(dist, f'{path.relative_to(ROOT)}:{line}', attr) for line, attr in found]
+    problems = [
+        f'{where}: {dist} reads .{attr}, a private attribute of {", ".join(owners)}'
+        for dist, where, attr in reads
+        if attr not in defined[dist]
+        for owners in [sorted(d for d in defined if attr in defined[d])]
+        if owners
+    ]
+    assert not problems, '\n'.join(problems)
+
+
 @pytest.mark.parametrize('dist', sorted(LAYERS))
 def test_declared_dependencies_match_the_layers(dist):
     """A sibling imported must be a declared dependency (the wheel installs it)."""
@@ -196,3 +239,12 @@ def test_checker_catches_upward_imports():
 def test_checker_allows_public_and_own_names(source):
     refs = references(source, 'linen.module', 'x.py')
     assert violations(refs, 'linen-module', _TABLE) == []
+
+
+def test_private_attribute_reads_are_found():
+    defined, reads = private_attributes(
+        'class A:\n    __slots__ = ("_root",)\n    def f(self, scope):\n'
+        '        return self._own, scope._root, scope._collection(1)'
+    )
+    assert '_root' in defined
+    assert reads == [(4, '_root'), (4, '_collection')]

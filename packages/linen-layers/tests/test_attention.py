@@ -402,18 +402,6 @@ def test_self_attention_and_alias():
     assert issubclass(MultiHeadAttention, MultiHeadDotProductAttention)
 
 
-def test_docstring_examples_run():
-    import doctest
-
-    import linen.layers._attention as module
-
-    globs = {**vars(module), 'jax': jax, 'jnp': jnp}
-    result = doctest.testmod(
-        module, globs=globs, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-    )
-    assert result.attempted > 0 and result.failed == 0
-
-
 def test_einsum_overrides():
     q, k, v = _normal(0, (2, 4, 2, 8)), _normal(1, (2, 5, 2, 8)), _normal(2, (2, 5, 2, 8))
     calls = []

@@ -482,19 +482,6 @@ def test_rnn_float64_inputs_get_a_float64_carry():
     _close(ys, ref_ys)
 
 
-@pytest.mark.parametrize('module_name', ['linen.layers._recurrent', 'linen.layers._rnn'])
-def test_docstring_examples_run(module_name):
-    import doctest
-    import importlib
-
-    module = importlib.import_module(module_name)
-    globs = {**vars(module), 'jax': jax, 'jnp': jnp}
-    result = doctest.testmod(
-        module, globs=globs, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-    )
-    assert result.attempted > 0 and result.failed == 0
-
-
 def test_rnn_per_step_params():
     rnn = RNN(
         SimpleCell(4),

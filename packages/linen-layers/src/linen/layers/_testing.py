@@ -15,9 +15,9 @@ parametrized over ``(row, check)``::
     def test_descriptor(desc, check):
         run_check(desc, check)
 
-A check that cannot run yet (for instance ``nn.vmap`` before ``linen.transforms``
-provides it) raises :class:`unittest.SkipTest` with the reason, which pytest
-reports as a skip; the harness itself does not import pytest.
+A check a descriptor opts out of (its ``skip`` mapping, with a reason) raises
+:class:`unittest.SkipTest`, which pytest reports as a skip; the harness itself does
+not import pytest. Nothing else skips: a check that raises fails.
 """
 
 from __future__ import annotations
@@ -166,14 +166,11 @@ def _assert_finite(tree, what: str):
 
 
 def _transforms(name: str):
-    try:
-        import linen.transforms as transforms
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise unittest.SkipTest(f'linen.transforms is not importable: {exc}') from exc
-    transform = getattr(transforms, name, None)
-    if transform is None:
-        raise unittest.SkipTest(f'linen.transforms.{name} is not implemented yet')
-    return transform
+    # linen-layers depends on linen-transforms: a transform that fails to import is a
+    # failure of the check, never a reason to skip it.
+    import linen.transforms as transforms
+
+    return getattr(transforms, name)
 
 
 # --------------------------------------------------------------------------- checks
@@ -363,8 +360,7 @@ def run_check(desc: LayerDescriptor, check: str) -> None:
     """Runs one named check of :data:`CHECKS` on ``desc``.
 
     Raises:
-      unittest.SkipTest: the descriptor opts out of the check, or the transform
-        it needs is not available yet.
+      unittest.SkipTest: the descriptor opts out of the check (``desc.skip``).
       AssertionError: the layer failed the check.
     """
     if check not in _CHECK_FNS:
