@@ -368,8 +368,7 @@ class MGUCell(RNNCellBase):
 
     Attributes:
       features: hidden size.
-      gate_fn, activation_fn, kernel_init, recurrent_kernel_init, dtype, param_dtype,
-        carry_init: as for :class:`LSTMCell`.
+      gate_fn: as for :class:`LSTMCell`. So are `activation_fn`, `kernel_init`, `recurrent_kernel_init`, `dtype`, `param_dtype`, `carry_init`.
       forget_bias_init: initializer of ``if``'s bias (default ones).
       activation_bias_init: initializer of ``in``'s and ``hn``'s biases (default zeros).
       reset_gate: whether the gate also scales the recurrent term of the candidate.
@@ -447,8 +446,7 @@ class SimpleCell(RNNCellBase):
 
     Attributes:
       features: hidden size.
-      activation_fn, kernel_init, recurrent_kernel_init, bias_init, dtype, param_dtype,
-        carry_init: as for :class:`LSTMCell`.
+      activation_fn: as for :class:`LSTMCell`. So are `kernel_init`, `recurrent_kernel_init`, `bias_init`, `dtype`, `param_dtype`, `carry_init`.
       residual: add the previous carry to the pre-activation.
 
     >>> cell = SimpleCell(features=4)
