@@ -28,18 +28,26 @@ class Block(nn.Module):
         return self.proj(x)
 
 
-class Model(nn.Module):
+class Distinct(nn.Module):
     @nn.compact
     def __call__(self, x):
-        {body}
+        {distinct}
 
 
-x = jnp.ones((2, 4))
-model = Model()
-variables = jax.jit(model.init)(jax.random.key(0), x)
-hlo = jax.jit(model.apply).lower(variables, x).compile().as_text()
-names = sorted(set(re.findall(r'op_name="jit\\(apply\\)/([^"]*)/[^/"]*"', hlo)))
-print(json.dumps({{'names': names}}))
+class SameNames(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        {same_names}
+
+
+def labels(model):
+    x = jnp.ones((2, 4))
+    variables = jax.jit(model.init)(jax.random.key(0), x)
+    hlo = jax.jit(model.apply).lower(variables, x).compile().as_text()
+    return sorted(set(re.findall(r'op_name="jit\\(apply\\)/([^"]*)/[^/"]*"', hlo)))
+
+
+print(json.dumps({{'distinct': labels(Distinct()), 'same_names': labels(SameNames())}}))
 """
 
 # One instance per (class, name) pair: every label is distinct even for a cache
@@ -57,25 +65,30 @@ SAME_NAMES = """
 """
 
 
-def _names(probe, plugin_site, body):
-    return probe(MODEL.format(body=body), sites=[plugin_site('linen-plugin-pathnames')])['names']
+SCRIPT = MODEL.format(distinct=DISTINCT.strip(), same_names=SAME_NAMES.strip())
 
 
-def test_path_labels_replace_the_default_in_hlo(probe, plugin_site, needs_module):
-    names = _names(probe, plugin_site, DISTINCT)
+@pytest.fixture(scope='module')
+def with_plugin(plugin_site, tools):
+    # One interpreter compiles both models: each probe pays for importing JAX.
+    return tools.run_probe(SCRIPT, sites=[plugin_site('linen-plugin-pathnames')])
+
+
+def test_path_labels_replace_the_default_in_hlo(with_plugin, needs_module):
+    names = with_plugin['distinct']
     # The root keeps the default label (the plugin returns None there); every
     # other label is the path rule's, nested as the calls are.
-    assert 'Model/at-first/at-first-dense' in names
-    assert 'Model/at-second.encode/at-second-proj' in names
+    assert 'Distinct/at-first/at-first-dense' in names
+    assert 'Distinct/at-second.encode/at-second-proj' in names
     assert not any(
         part in {'first', 'second', 'dense', 'proj'} for n in names for part in n.split('/')
     )
 
 
 def test_default_labels_without_the_plugin(probe, needs_module):
-    names = probe(MODEL.format(body=DISTINCT))['names']
-    assert 'Model/first/dense' in names
-    assert 'Model/second.encode/proj' in names
+    names = probe(SCRIPT)['distinct']
+    assert 'Distinct/first/dense' in names
+    assert 'Distinct/second.encode/proj' in names
 
 
 @pytest.mark.xfail(
@@ -86,7 +99,7 @@ def test_default_labels_without_the_plugin(probe, needs_module):
         'reuses the label computed for Block_0/dense; another helper is fixing it'
     ),
 )
-def test_every_instance_gets_its_own_path_label(probe, plugin_site, needs_module):
-    names = _names(probe, plugin_site, SAME_NAMES)
-    assert 'Model/at-Block_0/at-Block_0-dense' in names
-    assert 'Model/at-Block_1/at-Block_1-dense' in names
+def test_every_instance_gets_its_own_path_label(with_plugin, needs_module):
+    names = with_plugin['same_names']
+    assert 'SameNames/at-Block_0/at-Block_0-dense' in names
+    assert 'SameNames/at-Block_1/at-Block_1-dense' in names
