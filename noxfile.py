@@ -206,6 +206,22 @@ def demo(session: nox.Session) -> None:
 
 
 @nox.session
+def docs(session: nox.Session) -> None:
+    """The MkDocs Material site into site/, warnings as errors (``mkdocs build --strict``).
+
+    The API reference pages are regenerated from the public surfaces first; the
+    executable code blocks run in ``nox -s tests`` (docs/test_docs.py), which does
+    not need mkdocs.
+    """
+    session.install(*_editable_args(), 'jax', 'mkdocs-material', 'mkdocstrings[python]')
+    session.run('python', 'docs/gen_api.py')
+    # `python -m` puts the repository root on sys.path for the docs._doctest_fence extension.
+    session.run(
+        'python', '-m', 'mkdocs', 'build', '--strict', '--site-dir', 'site', *session.posargs
+    )
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks against Flax, Haiku and pure JAX (``python -m benchmarks.run``)."""
     if not (ROOT / 'benchmarks' / 'run.py').is_file():

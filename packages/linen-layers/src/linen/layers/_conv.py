@@ -295,8 +295,7 @@ class Conv(_ConvBase):
       kernel_dilation: dilation of the kernel (atrous convolution).
       feature_group_count: split input features into groups (depthwise convs).
       mask: a 0/1 array of the kernel's shape multiplied into the kernel.
-      use_bias, dtype, param_dtype, precision, kernel_init, bias_init,
-      promote_dtype: as in :class:`Dense`.
+      use_bias: as in :class:`Dense`. So are `dtype`, `param_dtype`, `precision`, `kernel_init`, `bias_init`, `promote_dtype`.
       conv_general_dilated, conv_general_dilated_cls: replace
         ``lax.conv_general_dilated``.
 
@@ -332,8 +331,7 @@ class ConvTranspose(Module):
     that the kernel of a :class:`Conv` can be reused.
 
     Attributes:
-      features, kernel_size, use_bias, mask, dtype, param_dtype, precision,
-      kernel_init, bias_init, promote_dtype: as in :class:`Conv`.
+      features: as in :class:`Conv`. So are `kernel_size`, `use_bias`, `mask`, `dtype`, `param_dtype`, `precision`, `kernel_init`, `bias_init`, `promote_dtype`.
       strides: the strides of the forward convolution (upsampling factor).
       padding: as in :class:`Conv` except ``'CAUSAL'``; with ``'CIRCULAR'`` the
         output has ``input_size * stride`` positions, wrapped periodically.

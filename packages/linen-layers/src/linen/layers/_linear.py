@@ -179,8 +179,7 @@ class DenseGeneral(Module):
       features: int or tuple of output feature sizes.
       axis: int or tuple of input axes to contract.
       batch_dims: leading input axes (``0 .. k-1``) treated as independent batches.
-      use_bias, dtype, param_dtype, kernel_init, bias_init, precision,
-      promote_dtype, dot_general, dot_general_cls: as in :class:`Dense`.
+      use_bias: as in :class:`Dense`. So are `dtype`, `param_dtype`, `kernel_init`, `bias_init`, `precision`, `promote_dtype`, `dot_general`, `dot_general_cls`.
 
     >>> import jax, jax.numpy as jnp
     >>> layer = DenseGeneral(features=(2, 5), axis=(-2, -1))
@@ -280,8 +279,8 @@ class Einsum(Module):
       shape: the kernel's shape.
       einsum_str: the equation (``...`` stands for leading axes, as in numpy); may be
         given at call time instead.
-      use_bias, dtype, param_dtype, precision, kernel_init, bias_init,
-      promote_dtype: as in :class:`Dense`.
+      use_bias: as in :class:`Dense`; so are ``dtype``, ``param_dtype``, ``precision``,
+        ``kernel_init``, ``bias_init`` and ``promote_dtype``.
       preferred_element_type: accumulation dtype passed to ``jnp.einsum``.
 
     >>> import jax, jax.numpy as jnp

@@ -350,8 +350,7 @@ class MGUCell(RNNCellBase):
     Attributes:
       features: hidden size of `initialize_carry`; a step runs at the size of the carry it
         is given (as in Flax).
-      gate_fn, activation_fn, kernel_init, recurrent_kernel_init, dtype, param_dtype,
-        carry_init: as for :class:`LSTMCell`.
+      gate_fn: as for :class:`LSTMCell`; so are `activation_fn`, `kernel_init`, `recurrent_kernel_init`, `dtype`, `param_dtype`, `carry_init`.
       forget_bias_init: initializer of ``if``'s bias (default ones).
       activation_bias_init: initializer of ``in``'s and ``hn``'s biases (default zeros).
       reset_gate: whether the gate also scales the recurrent term of the candidate.
@@ -430,8 +429,7 @@ class SimpleCell(RNNCellBase):
     Attributes:
       features: hidden size of `initialize_carry`; a step runs at the size of the carry it
         is given (as in Flax).
-      activation_fn, kernel_init, recurrent_kernel_init, bias_init, dtype, param_dtype,
-        carry_init: as for :class:`LSTMCell`.
+      activation_fn: as for :class:`LSTMCell`; so are `kernel_init`, `recurrent_kernel_init`, `bias_init`, `dtype`, `param_dtype`, `carry_init`.
       residual: add the previous carry to the pre-activation.
 
     >>> cell = SimpleCell(features=4)
