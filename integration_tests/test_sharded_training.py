@@ -133,3 +133,50 @@ def test_data_parallel_step_across_two_processes(tmp_path):
     assert saved.keys() == expected.keys()
     for key in expected:
         np.testing.assert_allclose(saved[key], expected[key], rtol=2e-5, atol=2e-6, err_msg=key)
+
+
+def _restore_target(abstract, mesh, rules):
+    """Abstract boxed variables whose values carry the shardings of ``mesh``."""
+    shardings = nn.logical_to_mesh_sharding(nn.get_partition_spec(abstract), mesh, rules)
+
+    def one(a, s):
+        if isinstance(a, nn.Partitioned):
+            return a.replace_boxed(jax.ShapeDtypeStruct(a.value.shape, a.value.dtype, sharding=s))
+        return jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s)
+
+    is_box = lambda a: isinstance(a, nn.Partitioned)
+    return jax.tree_util.tree_map(one, abstract, shardings, is_leaf=is_box), shardings
+
+
+def test_checkpoint_restores_onto_other_meshes_with_metadata(tmp_path, request):
+    ocp = pytest.importorskip('orbax.checkpoint')
+    rules = (('batch', 'data'), ('embed', 'model'), ('mlp', 'data'))
+    x, _ = worker.data()
+    model = worker.MLPBlock()
+    abstract = jax.eval_shape(lambda k: model.init(k, x)['params'], jax.random.key(0))
+    params, _ = _sharded_init(model, x, _mesh((2, 2)), rules)
+    reference = nn.unbox(model.init(jax.random.key(0), x)['params'])
+    checkpointer = ocp.StandardCheckpointer()
+    request.addfinalizer(checkpointer.close)  # joins orbax's background threads
+    checkpointer.save(tmp_path / 'step_0', params)
+    checkpointer.wait_until_finished()
+
+    # 2x2 -> 4x1, saved again, -> one device.
+    target, shardings = _restore_target(abstract, _mesh((4, 1)), rules)
+    on_4x1 = checkpointer.restore(tmp_path / 'step_0', target)
+    kernel = on_4x1['Dense_0']['kernel']
+    assert isinstance(kernel, nn.LogicallyPartitioned) and kernel.names == ('embed', 'mlp')
+    assert kernel.value.sharding.is_equivalent_to(shardings['Dense_0']['kernel'], 2)
+    checkpointer.save(tmp_path / 'step_1', on_4x1)
+    checkpointer.wait_until_finished()
+    one = jax.sharding.Mesh(np.array(jax.devices()[:1]).reshape(1, 1), ('data', 'model'))
+    target, _ = _restore_target(abstract, one, rules)
+    on_one = checkpointer.restore(tmp_path / 'step_1', target)
+    assert on_one['Dense_1']['kernel'].names == ('mlp', 'embed')
+    assert len(on_one['Dense_1']['kernel'].value.sharding.device_set) == 1
+    for a, b in zip(
+        jax.tree_util.tree_leaves(nn.unbox(on_one)),
+        jax.tree_util.tree_leaves(reference),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(a, b)
