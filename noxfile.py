@@ -62,6 +62,8 @@ TEST_DEPS = [
     'matplotlib',
     'hatchling',
     'build',
+    # Checkpoints across meshes (integration_tests/test_sharded_training.py).
+    'orbax-checkpoint',
     # The integration tests build wheels and make throwaway venvs with uv.
     'uv',
     # integration_tests/test_demo.py runs examples/demo.py (DEMO_DEPS).

@@ -20,6 +20,7 @@ import numpy as np
 from jax import lax
 
 from linen.layers import initializers
+from linen.layers._explicit import dense_out_sharding
 from linen.layers.dtypes import promote_dtype
 from linen.layers.errors import (
     LayerArgumentError,
@@ -132,7 +133,11 @@ class Dense(Module):
         if self.dot_general is None and self.dot_general_cls is None:
             # The same contraction; jnp.matmul has JAX's fast eager path and is
             # what a pure JAX model writes, so traces and HLO match it.
-            y = jnp.matmul(inputs, kernel, precision=self.precision)
+            out_sharding = dense_out_sharding(inputs, kernel)
+            if out_sharding is None:
+                y = jnp.matmul(inputs, kernel, precision=self.precision)
+            else:  # Explicit mesh axes sharding both sides of the contraction
+                y = jnp.matmul(inputs, kernel, precision=self.precision, out_sharding=out_sharding)
         else:
             y = _pick_dot_general(self)(
                 inputs, kernel, (((inputs.ndim - 1,), (0,)), ((), ())), precision=self.precision
