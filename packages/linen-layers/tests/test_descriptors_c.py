@@ -1,6 +1,6 @@
 """Group C layers (attention, recurrent) through the descriptor harness.
 
-Each row runs init, apply, jit, vmap, remat, float64 and bfloat16 (``_testing.CHECKS``).
+Each row runs init, abstract_init, apply, jit, vmap, remat, float64 and bfloat16 (``_testing.CHECKS``).
 """
 
 from __future__ import annotations

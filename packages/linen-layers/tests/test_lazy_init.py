@@ -52,6 +52,18 @@ def test_lazy_init_jaxpr_holds_the_initialisers_and_no_forward_pass():
     )
 
 
+def test_lazy_init_with_a_concrete_key_runs_the_initialisers_and_not_the_forward_pass():
+    # The key is concrete here, so the initialisers run at once (the jaxpr holds only
+    # the resulting constants); the forward pass on the abstract input is never staged.
+    key = jax.random.key(0)
+    sds = jax.ShapeDtypeStruct((4, 8), jnp.float32)
+    closed = jax.make_jaxpr(lambda: DenseStack().lazy_init(key, sds))()
+    assert 'dot_general' not in _primitive_names(closed)
+    eager = DenseStack().init(key, jnp.ones((4, 8)))
+    for a, b in zip(closed.consts, jax.tree_util.tree_leaves(eager)):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_lazy_init_equals_init_and_skips_work_on_a_concrete_input_too():
     key = jax.random.key(1)
     x = jax.random.normal(jax.random.key(2), (4, 8))

@@ -2,11 +2,18 @@
 
 Flax evaluates the init function partially: inputs given as ``jax.ShapeDtypeStruct``
 are unknown, everything else is known, and only the known part runs. Here the same
-result comes from public JAX API only: the init function is traced once to a jaxpr
-(abstract inputs stay abstract, Python leaves such as flags stay concrete), the
-equations no variable depends on are dropped, and the rest is evaluated with the
-concrete inputs. Under an outer trace (``jit``, ``make_jaxpr``) the kept equations
-are staged into it, so its jaxpr holds the initialisers and none of the forward pass.
+result comes from public JAX API only, two ways:
+
+- eagerly (no argument is a tracer): the init function runs under ``jax.eval_shape``
+  over the abstract inputs and ``jax.ensure_compile_time_eval``, so every operation on
+  concrete values (PRNG splits, initialisers) executes as in eager ``init`` and every
+  operation on an abstract input is traced and dropped;
+- under an outer transformation (a key or input is a tracer): the init function is
+  traced once to a jaxpr, the equations no variable depends on are pruned, and the
+  rest is staged into the outer trace, whose jaxpr then holds the initialisers and
+  none of the forward pass.
+
+Python leaves such as flags stay concrete either way.
 """
 
 from __future__ import annotations
@@ -68,13 +75,6 @@ def _prune(closed) -> Any:
     return jex.ClosedJaxpr(pruned, closed.consts)
 
 
-def _leaf_paths(tree) -> list[str]:
-    return [
-        '/'.join(str(getattr(k, 'key', k)) for k in path)
-        for path, _ in jax.tree_util.tree_flatten_with_path(tree)[0]
-    ]
-
-
 def partial_init(fn: Callable[..., Any], *args, **kwargs) -> Any:
     """``fn(*args, **kwargs)`` with only the work its output depends on.
 
@@ -83,6 +83,49 @@ def partial_init(fn: Callable[..., Any], *args, **kwargs) -> Any:
     depends on one raises :class:`~linen.core.errors.LazyInitError`.
     """
     leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
+    if any(isinstance(x, jax.core.Tracer) for x in leaves):
+        return _staged(fn, leaves, treedef)
+    return _eager(fn, leaves, treedef)
+
+
+def _eager(fn, leaves, treedef):
+    """Concrete inputs: run what needs no abstract value, only trace the rest.
+
+    ``fn`` runs under ``jax.eval_shape`` over the abstract leaves, inside
+    ``jax.ensure_compile_time_eval``: an operation whose inputs are all concrete
+    (the PRNG splits, the initialisers) executes at once, as in eager ``init``; one
+    that reads an abstract input (the forward pass) is only traced, never run.
+    """
+    abstract = [i for i, x in enumerate(leaves) if _is_abstract(x)]
+    captured = []
+
+    def run(*values):
+        full = list(leaves)
+        for i, x in zip(abstract, values):
+            full[i] = x
+        a, kw = jax.tree_util.tree_unflatten(treedef, full)
+        with jax.ensure_compile_time_eval():
+            captured.append(fn(*a, **kw))
+
+    jax.eval_shape(run, *[leaves[i] for i in abstract])
+    out = captured[0]
+    flat = jax.tree_util.tree_flatten_with_path(out)[0]
+    bad = [_path_str(path) for path, x in flat if isinstance(x, jax.core.Tracer)]
+    if bad:
+        raise errors.LazyInitError(bad)
+    return out
+
+
+def _path_str(path) -> str:
+    return '/'.join(str(getattr(k, 'key', k)) for k in path)
+
+
+def _staged(fn, leaves, treedef):
+    """Under an outer transformation: trace once, prune, and stage the kept equations.
+
+    The outer trace (``jit``, ``make_jaxpr``) then holds the initialisers and none of
+    the forward pass.
+    """
     dynamic = [i for i, x in enumerate(leaves) if _is_abstract(x) or _is_array(x)]
 
     def flat_fn(*dyn):
@@ -98,9 +141,8 @@ def partial_init(fn: Callable[..., Any], *args, **kwargs) -> Any:
     abstract_invars = [v for v, x in zip(jaxpr.invars, dyn_args) if _is_abstract(x)]
     unknown = _unknown_outputs(jaxpr, abstract_invars)
     if any(unknown):
-        paths = _leaf_paths(out_shape)
-        bad = [p for p, u in zip(paths, unknown) if u]
-        raise errors.LazyInitError(bad)
+        paths = [_path_str(p) for p, _ in jax.tree_util.tree_flatten_with_path(out_shape)[0]]
+        raise errors.LazyInitError([p for p, u in zip(paths, unknown) if u])
     # No kept equation reads an abstract input (checked above), so the
     # ShapeDtypeStructs themselves stand in for them and no memory is allocated.
     out_flat = jex.jaxpr_as_fun(_prune(closed))(*dyn_args)
