@@ -35,7 +35,7 @@ class Call:
     module_type: str
     method_name: str
     label_path: str
-    inputs: Any
+    inputs: tuple[Any, dict[str, Any]]  # (positional, keyword) arguments as shape text
     outputs: Any = None
     module: Any = None
 
@@ -88,7 +88,7 @@ def record(next_fn, args, kwargs, context):
         module_type=type(module).__name__,
         method_name=context.method_name,
         label_path='/'.join(labels),
-        inputs=shapes((args, kwargs) if kwargs else args),
+        inputs=(shapes(args), shapes(dict(kwargs))),
         module=module,
     )
     records.append(call)
