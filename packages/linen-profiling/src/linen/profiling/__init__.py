@@ -15,6 +15,7 @@ _LOCATION = {
     'CostRow': 'linen.profiling._costs',
     'ModuleCosts': 'linen.profiling._costs',
     'module_costs': 'linen.profiling._costs',
+    'phase_of_op_name': 'linen.profiling._costs',
     'module_path_from_op_name': 'linen.profiling._hlo',
     'strip_metadata': 'linen.profiling._hlo',
     'named_call': 'linen.profiling._named_call',
