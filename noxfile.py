@@ -46,6 +46,8 @@ TEST_DEPS = [
     'optax',
     'msgpack',
     'matplotlib',
+    # linen-profiling's Report.to_pandas is tested when pandas is installed.
+    'pandas',
     'hatchling',
     'build',
     # The integration tests build wheels and make throwaway venvs with uv.

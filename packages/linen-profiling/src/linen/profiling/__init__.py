@@ -29,6 +29,8 @@ _LOCATION = {
     'is_named_call_enabled': 'linen.profiling._state',
     'override_named_call': 'linen.profiling._state',
     'tabulate': 'linen.profiling._tabulate',
+    'flame_boxes': 'linen.profiling._flame',
+    'flame_graph': 'linen.profiling._flame',
     'Report': 'linen.profiling._joined',
     'ReportDiff': 'linen.profiling._joined',
     'DEVICE_PEAKS': 'linen.profiling._roofline',
