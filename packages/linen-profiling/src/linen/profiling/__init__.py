@@ -29,6 +29,7 @@ _LOCATION = {
     'is_named_call_enabled': 'linen.profiling._state',
     'override_named_call': 'linen.profiling._state',
     'tabulate': 'linen.profiling._tabulate',
+    'perfetto_trace': 'linen.profiling._perfetto',
     'flame_boxes': 'linen.profiling._flame',
     'flame_graph': 'linen.profiling._flame',
     'Report': 'linen.profiling._joined',
