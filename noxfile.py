@@ -60,6 +60,8 @@ TEST_DEPS = [
     'optax',
     'msgpack',
     'matplotlib',
+    # linen-profiling's Report.to_pandas is tested when pandas is installed.
+    'pandas',
     'hatchling',
     'build',
     # Checkpoints across meshes (integration_tests/test_sharded_training.py).

@@ -70,7 +70,7 @@ def test_tabulate_from_two_threads_at_once_keeps_each_tables_rows():
     tables = {}
 
     def tabulate_in_thread(label):
-        tables[label] = tabulate(model(label), jax.random.key(0), X, compute_flops=False)
+        tables[label] = tabulate(model(label), jax.random.key(0))(X)
         if label == 'a':
             a_finished.set()
 

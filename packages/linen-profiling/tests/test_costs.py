@@ -180,3 +180,61 @@ def test_linen_scan_attributes_by_the_labels_linen_pushed():
     assert costs['Model/ScanBlock_0/Dense_0'].flops == 3 * 2 * 2 * 8 * 8
     assert costs['Model/ScanBlock_0'].inclusive_flops == 3 * 2 * 2 * 8 * 8
     assert not [row.path for row in costs.rows if 'eval_jaxpr' in row.path or 'body' in row.path]
+
+
+def _train_step_costs(remat):
+    import linen.nn as nn
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return jnp.tanh(nn.Dense(D_HID, use_bias=False)(x))
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            block = nn.remat(Block) if remat else Block
+            return nn.Dense(D_OUT, use_bias=False, name='head')(block(name='block')(x))
+
+    model, x = Model(), jnp.ones((B, D_IN))
+    variables = model.init(jax.random.key(0), x)
+
+    def loss(v, x):
+        # Squared, so the cotangent depends on the data and XLA cannot fold it.
+        return (model.apply(v, x) ** 2).sum()
+
+    return module_costs(jax.grad(loss, argnums=(0, 1)), variables, x)
+
+
+def test_train_step_splits_forward_and_backward_per_module():
+    costs = _train_step_costs(remat=False)
+    for path, (k, n) in {
+        'Model/block/Dense_0': (D_IN, D_HID),
+        'Model/head': (D_HID, D_OUT),
+    }.items():
+        matmul = 2 * B * k * n
+        row = costs[path]
+        assert row.forward_flops == matmul
+        # The gradients for the weight and for the input: two matmuls as big.
+        assert row.backward_flops == 2 * matmul
+        assert row.recompute_flops == 0
+    for row in costs.rows:
+        split = row.forward_flops + row.backward_flops + row.recompute_flops
+        assert split == pytest.approx(row.inclusive_flops)
+        split_bytes = row.forward_bytes + row.backward_bytes + row.recompute_bytes
+        assert split_bytes == pytest.approx(row.inclusive_bytes_accessed)
+
+
+def test_remat_recompute_is_the_recomputed_forward():
+    costs = _train_step_costs(remat=True)
+    matmul = 2 * B * D_IN * D_HID
+    dense = costs['Model/block/Dense_0']
+    assert dense.backward_flops == 2 * matmul
+    # The recomputation is the forward matmul again, unless XLA merged the two
+    # identical matmuls into one (it does on CPU with JAX 0.10, keeping either
+    # label): either way no other work is counted as recomputed.
+    assert dense.recompute_flops in (0, matmul)
+    assert dense.forward_flops + dense.recompute_flops in (matmul, 2 * matmul)
+    if jax.__version_info__ >= (0, 12):
+        assert dense.recompute_flops == matmul
+    assert costs['Model/head'].recompute_flops == 0

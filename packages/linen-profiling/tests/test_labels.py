@@ -216,3 +216,32 @@ def test_nn_jit_retraces_when_labels_are_toggled():
     assert len(traces) == 2  # retraced for the new labelling state
     assert 'proj' not in without
     assert 'proj' in lowered() and len(traces) == 2  # the labelled trace is reused
+
+
+def test_labels_off_runs_no_profiling_code_per_call():
+    import sys
+
+    model, x = MLP(), X
+    variables = model.init(jax.random.key(0), x)
+    called = set()
+
+    def watch(frame, event, arg):
+        if event == 'call' and '/linen/profiling/' in frame.f_code.co_filename.replace('\\', '/'):
+            called.add(f'{frame.f_code.co_filename}:{frame.f_code.co_name}')
+
+    with override_named_call(False):
+        model.apply(variables, x)  # the wrapper chain is rebuilt here, once
+        sys.setprofile(watch)
+        try:
+            jax.make_jaxpr(lambda v, x: model.apply(v, x))(variables, x)
+        finally:
+            sys.setprofile(None)
+    assert called == set()
+    with override_named_call(True):
+        model.apply(variables, x)
+        sys.setprofile(watch)
+        try:
+            jax.make_jaxpr(lambda v, x: model.apply(v, x))(variables, x)
+        finally:
+            sys.setprofile(None)
+    assert any(name.endswith(':label_method_call') for name in called)  # the probe works

@@ -92,3 +92,34 @@ def test_hlo_of_another_program_is_reported_not_silently_dropped(recorded):
         wrong = times_from_xspace(data, 'jit_model', steps=2, hlo_text=other)
     assert wrong.unmatched_ops
     assert set(wrong.by_path()) == {''}
+
+
+def test_perfetto_trace_has_a_track_per_module_from_the_real_trace(recorded, tmp_path):
+    import json
+
+    from linen.profiling import perfetto_trace
+
+    times, _ = recorded
+    out = perfetto_trace(times, tmp_path / 'trace.json')
+    data = json.loads(Path(out).read_text())
+    names = {
+        e['tid']: e['args']['name'] for e in data['traceEvents'] if e.get('name') == 'thread_name'
+    }
+    assert {'MLP', 'MLP/Dense_0', 'MLP/Dense_1'} <= set(names.values())
+    spans = [e for e in data['traceEvents'] if e['ph'] == 'X']
+    by_track = {}
+    for span in spans:
+        by_track.setdefault(names[span['tid']], set()).add((span['ts'], span['name'], span['dur']))
+    # A module's track holds its own ops and its submodules'.
+    assert by_track['MLP/Dense_0'] | by_track['MLP/Dense_1'] <= by_track['MLP']
+    # Every op event of the program is drawn, with the trace's own duration.
+    events = [
+        e
+        for plane in read_xspace(Path(times.xplane_path).read_bytes())
+        for line in plane.lines
+        for e in line.events
+        if e.stats.get('hlo_module') == 'jit_model' and 'hlo_op' in e.stats
+    ]
+    drawn = set().union(*by_track.values())
+    assert len(drawn) == len(events)
+    assert sum(d for _, _, d in drawn) == pytest.approx(sum(e.duration_ps for e in events) / 1e6)

@@ -31,6 +31,7 @@ from linen.module._decorators import compact, compact_name_scope, nowrap
 from linen.module._dispatch import _call_wrapped_method, _wrap_method
 from linen.module._repr import module_repr
 from linen.module._state import ModuleState, _stack
+from linen.module._tabulate import tabulate_method
 
 __all__ = [
     'Module',
@@ -609,6 +610,9 @@ class Module:
         return core_lazy_init(scope_fn, mutable=mutable, flags={'initializing': True})(
             rngs, *args, **kwargs
         )
+
+    # Flax's summary table; linen-profiling provides it (see _tabulate.py).
+    tabulate = tabulate_method
 
     # -- repr ----------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from linen.profiling._report import (
 )
 from linen.profiling.errors import UncostedInstructionWarning
 
-__all__ = ['CostRow', 'ModuleCosts', 'module_costs']
+__all__ = ['CostRow', 'ModuleCosts', 'module_costs', 'phase_of_op_name']
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,12 @@ class CostRow:
     ``flops``, ``transcendentals`` and ``bytes_accessed`` are the module's own
     (ops labelled exactly with this path); ``inclusive_*`` add every submodule.
     ``path`` is ``''`` for ops outside any module.
+
+    For a differentiated function (a train step), ``forward_*``, ``backward_*``
+    and ``recompute_*`` split the inclusive FLOPs and bytes into the forward
+    pass, the backward pass and the forward work that ``remat`` repeats during
+    the backward pass; they add up to ``inclusive_flops`` and
+    ``inclusive_bytes_accessed`` (see :func:`phase_of_op_name`).
     """
 
     path: str
@@ -37,6 +43,12 @@ class CostRow:
     inclusive_transcendentals: float
     inclusive_bytes_accessed: float
     instructions: int
+    forward_flops: float = 0.0
+    backward_flops: float = 0.0
+    recompute_flops: float = 0.0
+    forward_bytes: float = 0.0
+    backward_bytes: float = 0.0
+    recompute_bytes: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -110,6 +122,32 @@ def _compile(fn: Callable, args: tuple, kwargs: dict) -> Any:
     return jitted.lower(*args, **kwargs).compile()
 
 
+def phase_of_op_name(op_name: str) -> str:
+    """``'forward'``, ``'backward'`` or ``'recompute'``: the pass an op belongs to.
+
+    The module path comes from linen's own labels; the pass can only come from
+    the frames JAX records for its transformations: the backward pass runs
+    under ``transpose(...)``, and the forward work ``remat`` repeats in it under
+    ``rematted_computation``. Everything else is forward.
+
+    >>> phase_of_op_name('jit(f)/jvp(MLP)/Dense_0/dot_general')
+    'forward'
+    >>> phase_of_op_name('jit(f)/transpose(jvp(MLP))/Dense_0/dot_general')
+    'backward'
+    >>> phase_of_op_name('jit(f)/transpose(jvp(M))/jvp(M)/checkpoint/rematted_computation/B/tanh')
+    'recompute'
+    """
+    components = op_name.split('/')
+    if 'rematted_computation' in components:
+        return 'recompute'
+    if any(component.startswith('transpose(') for component in components):
+        return 'backward'
+    return 'forward'
+
+
+_PHASES = ('forward', 'backward', 'recompute')
+
+
 def costs_from_hlo_text(hlo_text: str, xla_totals: dict[str, float] | None = None) -> ModuleCosts:
     """:class:`ModuleCosts` of an optimized HLO module given as text."""
     module = parse_hlo_module(hlo_text)
@@ -118,15 +156,20 @@ def costs_from_hlo_text(hlo_text: str, xla_totals: dict[str, float] | None = Non
     counts: dict[str, int] = {}
     for cost in instructions:
         path = module_path_from_op_name(cost.op_name)
-        values = own.setdefault(path, [0.0, 0.0, 0.0])
+        # flops, transcendentals, bytes, then (flops, bytes) per phase.
+        values = own.setdefault(path, [0.0] * 9)
         values[0] += cost.flops
         values[1] += cost.transcendentals
         values[2] += cost.bytes_accessed
+        phase = 3 + 2 * _PHASES.index(phase_of_op_name(cost.op_name))
+        values[phase] += cost.flops
+        values[phase + 1] += cost.bytes_accessed
         counts[path] = counts.get(path, 0) + 1
-    inclusive = inclusive_totals(own, 3)
+    inclusive = inclusive_totals(own, 9)
     rows = []
     for path in sorted(inclusive, key=lambda p: (p == '', p.split('/'))):
-        mine = own.get(path, [0.0, 0.0, 0.0])
+        mine = own.get(path, [0.0] * 9)
+        total = inclusive[path] if path else mine
         rows.append(
             CostRow(
                 path=path,
@@ -137,6 +180,12 @@ def costs_from_hlo_text(hlo_text: str, xla_totals: dict[str, float] | None = Non
                 inclusive_transcendentals=inclusive[path][1] if path else mine[1],
                 inclusive_bytes_accessed=inclusive[path][2] if path else mine[2],
                 instructions=counts.get(path, 0),
+                forward_flops=total[3],
+                forward_bytes=total[4],
+                backward_flops=total[5],
+                backward_bytes=total[6],
+                recompute_flops=total[7],
+                recompute_bytes=total[8],
             )
         )
     uncosted = tuple(

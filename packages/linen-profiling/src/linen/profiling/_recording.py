@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,12 @@ _records: contextvars.ContextVar[list | None] = contextvars.ContextVar(
 _label_stack: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar(
     'linen_tabulate_labels', default=()
 )
+_parent: contextvars.ContextVar[Call | None] = contextvars.ContextVar(
+    'linen_tabulate_parent', default=None
+)
+_capture_shapes: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    'linen_tabulate_shapes', default=True
+)
 
 
 @dataclass
@@ -35,9 +42,11 @@ class Call:
     module_type: str
     method_name: str
     label_path: str
-    inputs: Any
+    inputs: tuple[Any, dict[str, Any]]  # (positional, keyword) arguments as shape text
     outputs: Any = None
     module: Any = None
+    seconds: float = 0.0  # wall time of the call, submodule calls included
+    children_seconds: float = 0.0  # of that, in directly nested wrapped calls
 
 
 def is_recording() -> bool:
@@ -51,14 +60,20 @@ def _invalidate() -> None:
 
 
 @contextlib.contextmanager
-def recording() -> Iterator[list[Call]]:
-    """Record the wrapped method calls made in this context inside the block."""
+def recording(capture_shapes: bool = True) -> Iterator[list[Call]]:
+    """Record the wrapped method calls made in this context inside the block.
+
+    ``capture_shapes=False`` records no input and output shapes (less work
+    inside the timed calls, for trace times).
+    """
     records: list[Call] = []
     token = _records.set(records)
+    shapes_token = _capture_shapes.set(capture_shapes)
     _invalidate()
     try:
         yield records
     finally:
+        _capture_shapes.reset(shapes_token)
         _records.reset(token)
         _invalidate()
 
@@ -80,7 +95,9 @@ def record(next_fn, args, kwargs, context):
     records = _records.get()
     if records is None:
         return next_fn(*args, **kwargs)
+    started = time.perf_counter()
     module = context.module
+    capture = _capture_shapes.get()
     label = derive_profiling_name(module, context.method_name, context.method)
     labels = (*_label_stack.get(), label)
     call = Call(
@@ -88,16 +105,23 @@ def record(next_fn, args, kwargs, context):
         module_type=type(module).__name__,
         method_name=context.method_name,
         label_path='/'.join(labels),
-        inputs=shapes((args, kwargs) if kwargs else args),
+        inputs=(shapes(args), shapes(dict(kwargs))) if capture else ((), {}),
         module=module,
     )
     records.append(call)
+    parent = _parent.get()
     token = _label_stack.set(labels)
+    parent_token = _parent.set(call)
     try:
         result = next_fn(*args, **kwargs)
     finally:
+        _parent.reset(parent_token)
         _label_stack.reset(token)
-    call.outputs = shapes(result)
+        call.seconds = time.perf_counter() - started
+        if parent is not None:
+            parent.children_seconds += call.seconds
+    if capture:
+        call.outputs = shapes(result)
     return result
 
 

@@ -1,159 +1,449 @@
-"""``tabulate``: Flax's per-call summary table, from a method wrapper that records calls.
+"""``tabulate``: Flax's summary table (``nn.tabulate``, ``Module.tabulate``).
 
-While the table is built, recording is switched on in the current context
-(``_recording.py``, a ContextVar: no process-wide state, so concurrent calls do
-not mix) and the profiling plugin's method wrapper records every wrapped call with its module path, class, method, input and
-output shapes, and the label path it runs under. Parameters are counted from the
-variables ``init`` returns (abstractly, with ``jax.eval_shape``: nothing is
-computed), and FLOPs come from :func:`module_costs` of ``apply``, joined on the
-label path.
+The calls are recorded while ``init`` runs abstractly (``jax.eval_shape``:
+nothing is computed) with recording switched on in the current context
+(``_recording.py``, a ContextVar: concurrent calls do not mix). Variables are
+counted from what ``init`` returns. FLOPs, when asked for, come from
+:func:`module_costs` of one compiled ``apply`` (and, for ``vjp_flops``, of its
+gradient), joined on the label path each call ran under; nothing compiles
+unless they are asked for. A call whose FLOPs cannot be known shows ``n/a``
+and the caption says why: never a silent 0.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import io
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
-from linen.profiling._recording import recording
-from linen.profiling._report import format_table, human
+from linen.core import DenyList
+from linen.profiling._recording import Call, recording
 
 __all__ = ['tabulate']
 
+_DEFAULT_MUTABLE = DenyList('intermediates')
 
-def _describe(value: Any) -> str:
-    if isinstance(value, tuple) and len(value) == 1:
-        value = value[0]
-    if isinstance(value, tuple):
-        return ', '.join(_describe(v) for v in value)
+
+@dataclass
+class _Row:
+    call: Call
+    # collection -> (own variables [(name, 'dtype[shape]')], count, bytes); the
+    # count is inclusive of hidden submodules when the row sits at ``depth``.
+    variables: dict[str, tuple[list[tuple[str, str]], int, int]] = field(default_factory=dict)
+    flops: str = ''
+    vjp_flops: str = ''
+
+
+def _bytes_text(size: float) -> str:
+    """Flax's byte counts: ``'1,000 B'``, ``'1.0 KB'`` (decimal units above 1,000 B)."""
+    if size <= 1000:
+        return f'{size:,.0f} B'
+    for unit in ('KB', 'MB', 'GB', 'TB'):
+        size /= 1000
+        if size <= 1000 or unit == 'TB':
+            break
+    return f'{size:.1f} {unit}'
+
+
+def _leaf_text(value: Any) -> str | None:
+    if hasattr(value, 'shape') and hasattr(value, 'dtype'):
+        return f'{value.dtype}[{",".join(str(d) for d in value.shape)}]'
+    return None
+
+
+def _as_lines(value: Any) -> list[str]:
+    """A YAML-like rendering of a pytree of shapes (Flax's ``inputs``/``outputs`` text)."""
+    if isinstance(value, str):
+        return [value]
+    leaf = _leaf_text(value)
+    if leaf is not None:
+        return [leaf]
     if isinstance(value, Mapping):
-        return '{' + ', '.join(f'{k}: {_describe(v)}' for k, v in value.items()) + '}'
-    if isinstance(value, list):
-        return '[' + ', '.join(_describe(v) for v in value) + ']'
-    return str(value)
+        lines = []
+        for key, item in value.items():
+            inner = _as_lines(item)
+            if len(inner) == 1 and not isinstance(item, (Mapping, tuple, list)):
+                lines.append(f'{key}: {inner[0]}')
+            else:
+                lines.append(f'{key}:')
+                lines.extend(inner)
+        return lines
+    if isinstance(value, (tuple, list)):
+        lines = []
+        for item in value:
+            inner = _as_lines(item)
+            lines.append(f'- {inner[0]}')
+            lines.extend(f'  {line}' for line in inner[1:])
+        return lines
+    return [str(value)]
 
 
-def _own_variables(variables: Mapping, path: tuple[str, ...]) -> dict[str, tuple[int, int]]:
-    """Per collection: (count, bytes) of the variables stored directly at ``path``."""
-    result = {}
-    for collection, tree in variables.items():
-        node: Any = tree
-        for part in path:
-            if not isinstance(node, Mapping) or part not in node:
-                node = None
-                break
-            node = node[part]
-        if not isinstance(node, Mapping):
-            continue
+def _arguments_lines(args: tuple, kwargs: dict) -> list[str]:
+    if len(args) == 1 and not kwargs:
+        return _as_lines(args[0])
+    lines = [
+        f'- {line}' if i == 0 else f'  {line}' for a in args for i, line in enumerate(_as_lines(a))
+    ]
+    for key, value in kwargs.items():
+        inner = _as_lines(value)
+        lines.append(f'- {key}: {inner[0]}')
+        lines.extend(f'  {line}' for line in inner[1:])
+    return lines
+
+
+def _node(variables: Mapping, collection: str, path: tuple[str, ...]) -> Mapping | None:
+    node: Any = variables.get(collection)
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node if isinstance(node, Mapping) else None
+
+
+def _unbox(value: Any) -> Any:
+    return getattr(value, 'value', value) if not hasattr(value, 'shape') else value
+
+
+def _size(value: Any) -> tuple[int, int]:
+    count = 1
+    for d in value.shape:
+        count *= int(d)
+    return count, count * value.dtype.itemsize
+
+
+def _subtree_size(node: Any) -> tuple[int, int]:
+    if isinstance(node, Mapping):
         count = size = 0
         for value in node.values():
+            c, s = _subtree_size(value)
+            count, size = count + c, size + s
+        return count, size
+    node = _unbox(node)
+    return _size(node) if hasattr(node, 'shape') else (0, 0)
+
+
+def _collections(variables: Mapping, calls: list[Call] | None = None) -> list[str]:
+    """Collections in the order the calls first hold a variable of them (Flax's order)."""
+    order: dict[str, None] = {}
+    for call in calls or ():
+        for collection in sorted(variables):
+            node = _node(variables, collection, call.path)
+            if node is not None and any(not isinstance(v, Mapping) for v in node.values()):
+                order.setdefault(collection, None)
+    for collection in sorted(variables):
+        order.setdefault(collection, None)
+    return list(order)
+
+
+def _variables_of(
+    variables: Mapping, path: tuple[str, ...], summarize: bool
+) -> dict[str, tuple[list[tuple[str, str]], int, int]]:
+    result = {}
+    for collection in _collections(variables):
+        node = _node(variables, collection, path)
+        if node is None:
+            continue
+        listed, count, size = [], 0, 0
+        for name, value in node.items():
             if isinstance(value, Mapping):
-                continue  # a submodule: its own row
-            value = getattr(value, 'value', value)  # boxed metadata
+                if summarize:
+                    c, s = _subtree_size(value)
+                    count, size = count + c, size + s
+                continue
+            value = _unbox(value)
             if hasattr(value, 'shape'):
-                n = 1
-                for d in value.shape:
-                    n *= d
-                count += n
-                size += n * value.dtype.itemsize
+                listed.append((name, _leaf_text(value) or ''))
+                c, s = _size(value)
+                count, size = count + c, size + s
         if count:
-            result[collection] = (count, size)
+            result[collection] = (sorted(listed), count, size)
     return result
+
+
+def _flops_by_label(fn: Callable, *args: Any) -> tuple[dict[str, float], str]:
+    """Inclusive FLOPs per label path of ``fn`` and, if some are unknown, why."""
+    from linen.profiling._costs import module_costs
+    from linen.profiling._state import override_named_call
+
+    with override_named_call(True):
+        costs = module_costs(fn, *args)
+    note = ''
+    if costs.uncosted:
+        note = (
+            f'{len(costs.uncosted)} instruction(s) without a known cost '
+            f'({", ".join(costs.uncosted[:3])}): FLOPs are lower bounds'
+        )
+    return {row.path: row.inclusive_flops for row in costs.rows}, note
+
+
+def _summarize(
+    module: Any,
+    rngs: Any,
+    args: tuple,
+    kwargs: dict,
+    *,
+    depth: int | None,
+    show_repeated: bool,
+    mutable: Any,
+    compute_flops: bool,
+    compute_vjp_flops: bool,
+    init_kwargs: Mapping[str, Any],
+) -> tuple[list[_Row], Mapping, list[str]]:
+    import jax
+
+    call_kwargs = dict(kwargs)
+    extra = dict(init_kwargs)
+    if 'method' in call_kwargs:
+        extra['method'] = call_kwargs.pop('method')
+    with recording() as records:
+        variables = jax.eval_shape(
+            lambda r: module.init(r, *args, mutable=mutable, **extra, **call_kwargs), rngs
+        )
+    variables = dict(variables)
+    notes: list[str] = []
+
+    def apply(v, *a):
+        # Every collection mutable, so modules that update state (counters,
+        # batch statistics) run as they do in training.
+        apply_kwargs = {k: val for k, val in extra.items() if k == 'method'}
+        rng_streams = rngs if isinstance(rngs, Mapping) else {'params': rngs}
+        return module.apply(v, *a, mutable=True, rngs=rng_streams, **apply_kwargs, **call_kwargs)
+
+    flops: dict[str, float] = {}
+    vjp_flops: dict[str, float] = {}
+    failed: dict[str, str] = {}
+    if compute_flops:
+        try:
+            flops, note = _flops_by_label(apply, variables, *args)
+            if note:
+                notes.append(f'flops: {note}')
+        except Exception as error:  # reported in the table, not swallowed
+            failed['flops'] = f'{type(error).__name__}: {error}'
+    if compute_vjp_flops:
+
+        def float_outputs(v, *a):
+            out, _ = apply(v, *a)
+            leaves = jax.tree_util.tree_leaves(out)
+            return [x for x in leaves if jax.numpy.issubdtype(x.dtype, jax.numpy.inexact)]
+
+        def forward_and_backward(v, cotangents, *a):
+            # The primal outputs are returned and the cotangents are inputs, so
+            # XLA can neither drop the forward pass nor fold a constant seed.
+            out, pullback = jax.vjp(float_outputs, v, *a)
+            return out, pullback(cotangents)
+
+        cotangents = [
+            jax.ShapeDtypeStruct(x.shape, x.dtype)
+            for x in jax.eval_shape(float_outputs, variables, *args)
+        ]
+        try:
+            vjp_flops, note = _flops_by_label(forward_and_backward, variables, cotangents, *args)
+            if note:
+                notes.append(f'vjp_flops: {note}')
+        except Exception as error:  # reported in the table, not swallowed
+            failed['vjp_flops'] = f'{type(error).__name__}: {error}'
+    for column, reason in failed.items():
+        notes.append(f'{column}: n/a, compiling failed ({reason.splitlines()[0]})')
+
+    rows: list[_Row] = []
+    seen: set[tuple[str, ...]] = set()
+    missing_flops = False
+    for call in records:
+        if depth is not None and len(call.path) > depth:
+            continue
+        repeated = call.path in seen
+        if repeated and not show_repeated:
+            continue
+        seen.add(call.path)
+        at_limit = depth is not None and len(call.path) == depth
+        row = _Row(call=call)
+        if not repeated:
+            row.variables = _variables_of(variables, call.path, summarize=at_limit)
+        for column, table, enabled in (
+            ('flops', flops, compute_flops),
+            ('vjp_flops', vjp_flops, compute_vjp_flops),
+        ):
+            if not enabled:
+                continue
+            if column in failed:
+                text = 'n/a'
+            elif call.label_path in table:
+                text = f'{table[call.label_path]:,.0f}'.replace(',', '')
+            else:
+                text, missing_flops = 'n/a', True
+            setattr(row, column, text)
+        rows.append(row)
+    if missing_flops:
+        notes.append(
+            'n/a: no instruction of that call is left in the optimized program '
+            '(its work was removed as unused or merged into another call)'
+        )
+    return rows, variables, notes
+
+
+def _render(
+    title: str,
+    rows: list[_Row],
+    variables: Mapping,
+    notes: list[str],
+    *,
+    compute_flops: bool,
+    compute_vjp_flops: bool,
+    console_kwargs: Mapping[str, Any] | None,
+    table_kwargs: Mapping[str, Any],
+    column_kwargs: Mapping[str, Any],
+) -> str:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    collections = _collections(variables, [row.call for row in rows])
+    totals = {c: _subtree_size(variables[c]) for c in collections}
+    count = sum(c for c, _ in totals.values())
+    size = sum(s for _, s in totals.values())
+    caption = Text('\nTotal Parameters: ')
+    caption.append(f'{count:,}')
+    caption.append(f' ({_bytes_text(size)})', style='dim')
+    if notes:
+        caption.append('\n' + '\n'.join(notes), style='not bold')
+    table = Table(
+        title=title,
+        title_style='italic',
+        caption=caption,
+        caption_style='bold',
+        show_header=True,
+        show_lines=True,
+        **dict(table_kwargs),
+    )
+    headers = ['path', 'module', 'inputs', 'outputs']
+    if compute_flops:
+        headers.append('flops')
+    if compute_vjp_flops:
+        headers.append('vjp_flops')
+    for header in [*headers, *collections]:
+        table.add_column(header, **dict(column_kwargs))
+
+    def shapes_text(lines: list[str]) -> Text:
+        text = Text()
+        for index, line in enumerate(lines):
+            if index:
+                text.append('\n')
+            text.append(line)
+        return text
+
+    for row in rows:
+        call = row.call
+        suffix = '' if call.method_name == '__call__' else f'.{call.method_name}'
+        cells: list[Any] = [
+            '/'.join(call.path),
+            call.module_type + suffix,
+            shapes_text(_arguments_lines(*call.inputs)),
+            shapes_text(_as_lines(call.outputs)),
+        ]
+        if compute_flops:
+            cells.append(row.flops)
+        if compute_vjp_flops:
+            cells.append(row.vjp_flops)
+        for collection in collections:
+            entry = row.variables.get(collection)
+            if entry is None:
+                cells.append('')
+                continue
+            listed, n, nbytes = entry
+            text = Text()
+            for name, shape in listed:
+                text.append(f'{name}: {shape}\n')
+            if listed:
+                text.append('\n')
+            text.append(f'{n:,}', style='bold')
+            text.append(f' ({_bytes_text(nbytes)})', style='bold dim')
+            cells.append(text)
+        table.add_row(*cells)
+    total_cells: list[Any] = [''] * (len(headers) - 1) + [Text('Total', justify='right')]
+    for collection in collections:
+        n, nbytes = totals[collection]
+        text = Text(f'{n:,}', style='bold')
+        text.append(f' ({_bytes_text(nbytes)})', style='bold dim')
+        total_cells.append(text)
+    table.add_row(*total_cells, style='bold')
+    buffer = io.StringIO()
+    Console(file=buffer, **dict(console_kwargs or {})).print(table)
+    return '\n' + buffer.getvalue() + '\n'
 
 
 def tabulate(
     module: Any,
     rngs: Any,
-    *args: Any,
     depth: int | None = None,
-    compute_flops: bool = True,
-    method: Any = None,
-    mutable: Any = None,
+    show_repeated: bool = False,
+    mutable: Any = _DEFAULT_MUTABLE,
+    console_kwargs: Mapping[str, Any] | None = None,
+    table_kwargs: Mapping[str, Any] = MappingProxyType({}),
+    column_kwargs: Mapping[str, Any] = MappingProxyType({}),
+    compute_flops: bool = False,
+    compute_vjp_flops: bool = False,
     **kwargs: Any,
-) -> str:
-    """The summary table of ``module`` called on ``args``: one row per method call.
+) -> Callable[..., str]:
+    """A function that returns the summary table of ``module`` called on its arguments.
 
-    Columns: path, module (class and method), inputs, outputs, the variables each
-    module holds per collection (count and bytes), and, with ``compute_flops``,
-    the FLOPs of the call (XLA's cost of the compiled ``apply``, including
-    submodules). Nothing is computed eagerly: ``init`` runs under
-    ``jax.eval_shape``.
+    Flax's ``nn.tabulate``: one row per method call (path, module, input and
+    output shapes, and, per collection, the variables the module holds with
+    their count and bytes), a totals row and the total parameter count.
 
     Args:
       module: the Module to summarize.
       rngs: the rngs for ``module.init`` (a key or a dict of keys).
-      *args: the arguments of the call.
-      depth: show calls at most this many levels below the root (``None``: all).
-      compute_flops: add the FLOPs column (compiles ``apply`` once).
-      method: the method to call (as ``init``'s ``method=``).
-      mutable: passed to ``init`` when given.
-      **kwargs: keyword arguments of the call.
+      depth: show calls at most this many levels below the root (``None``: all);
+        a row at the limit counts the variables of the submodules it hides.
+      show_repeated: show every call of a module, not only its first.
+      mutable: the collections ``init`` may create (Flax's default: all but
+        ``intermediates``).
+      console_kwargs: keyword arguments of ``rich.console.Console`` (``width``...).
+      table_kwargs: keyword arguments of ``rich.table.Table``.
+      column_kwargs: keyword arguments of ``Table.add_column``.
+      compute_flops: add a ``flops`` column: the FLOPs of each call, submodules
+        included, from one compiled ``apply`` (nothing compiles without it).
+      compute_vjp_flops: add a ``vjp_flops`` column: the FLOPs of each call in
+        ``jax.vjp`` of the call (forward pass, then the backward pass with
+        respect to the variables and the inputs).
+      **kwargs: keyword arguments of ``module.init`` (``method=``...).
 
     Returns:
-      The table as a string.
+      ``fn(*args, **kwargs) -> str``: the table for a call with those arguments.
+      A FLOPs cell that cannot be known shows ``n/a`` and the caption says why.
+
+    >>> import jax, jax.numpy as jnp
+    >>> import linen.nn as nn
+    >>> table = tabulate(nn.Dense(3), jax.random.key(0))(jnp.ones((2, 4)))
+    >>> 'Total Parameters: 15 (60 B)' in table
+    True
     """
-    import jax
 
-    from linen.profiling._costs import module_costs
-    from linen.profiling._state import override_named_call
+    def table_for(*args: Any, **call_kwargs: Any) -> str:
+        rows, variables, notes = _summarize(
+            module,
+            rngs,
+            args,
+            call_kwargs,
+            depth=depth,
+            show_repeated=show_repeated,
+            mutable=mutable,
+            compute_flops=compute_flops,
+            compute_vjp_flops=compute_vjp_flops,
+            init_kwargs=kwargs,
+        )
+        return _render(
+            f'{type(module).__name__} Summary',
+            rows,
+            variables,
+            notes,
+            compute_flops=compute_flops,
+            compute_vjp_flops=compute_vjp_flops,
+            console_kwargs=console_kwargs,
+            table_kwargs=table_kwargs,
+            column_kwargs=column_kwargs,
+        )
 
-    init_kwargs = dict(kwargs)
-    if method is not None:
-        init_kwargs['method'] = method
-    if mutable is not None:
-        init_kwargs['mutable'] = mutable
-
-    with recording() as records:
-        variables = jax.eval_shape(lambda r: module.init(r, *args, **init_kwargs), rngs)
-
-    flops: dict[str, float] = {}
-    if compute_flops:
-        apply_kwargs = dict(kwargs)
-        if method is not None:
-            apply_kwargs['method'] = method
-
-        def run(v, *a):
-            # Every collection mutable, so modules that update state (counters,
-            # batch statistics) run as they do in training.
-            return module.apply(v, *a, mutable=True, **apply_kwargs)
-
-        with override_named_call(True):
-            costs = module_costs(run, variables, *args)
-        flops = {row.path: row.inclusive_flops for row in costs.rows}
-
-    header = ['path', 'module', 'inputs', 'outputs']
-    collections = sorted(variables) if isinstance(variables, Mapping) else []
-    header += collections
-    if compute_flops:
-        header.append('flops')
-    rows = []
-    totals = {collection: [0, 0] for collection in collections}
-    seen_paths = set()
-    for call in records:
-        if depth is not None and len(call.path) > depth:
-            continue
-        own = _own_variables(variables, call.path) if call.path not in seen_paths else {}
-        seen_paths.add(call.path)
-        method_suffix = '' if call.method_name == '__call__' else f'.{call.method_name}'
-        row = [
-            '/'.join(call.path),
-            call.module_type + method_suffix,
-            _describe(call.inputs),
-            _describe(call.outputs),
-        ]
-        for collection in collections:
-            count, size = own.get(collection, (0, 0))
-            totals[collection][0] += count
-            totals[collection][1] += size
-            row.append(f'{count:,} ({human(size, "B")})' if count else '')
-        if compute_flops:
-            row.append(f'{flops.get(call.label_path, 0.0):,.0f}')
-        rows.append(row)
-    total_row = ['', 'Total', '', '']
-    for collection in collections:
-        count, size = totals[collection]
-        total_row.append(f'{count:,} ({human(size, "B")})')
-    if compute_flops:
-        total_row.append('')
-    rows.append(total_row)
-    title = f'{type(module).__name__} Summary'
-    return format_table(title, header, rows)
+    return table_for

@@ -70,6 +70,7 @@ class ModuleTimes:
     program: str
     hlo_source: str
     unmatched_ops: tuple[str, ...] = ()
+    hlo_text: str = ''
 
     def __getitem__(self, path: str) -> TimeRow:
         for row in self.rows:
@@ -203,6 +204,7 @@ def times_from_xspace(
         program=program,
         hlo_source='compiled',
         unmatched_ops=tuple(unmatched),
+        hlo_text=hlo_text,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from linen.core.errors import LinenError
 
 __all__ = [
+    'UnknownDevicePeakError',
     'ProfileUnmatchedOpsWarning',
     'UncostedInstructionWarning',
     'ProfileTraceNotFoundError',
@@ -19,13 +20,17 @@ class ProfileTraceNotFoundError(LinenError, FileNotFoundError):
     No "*.xplane.pb" trace was written under '/read-only/dir'. ...
     """
 
-    def __init__(self, logdir: str):
+    def __init__(self, logdir: str = ''):
+        self.logdir = logdir
         super().__init__(
             f'No "*.xplane.pb" trace was written under {logdir!r}. The JAX profiler '
             f'writes to "<logdir>/plugins/profile/<run>/"; check that the directory is '
             f'writable and that no other profiler session was running (only one trace can '
             f'be recorded at a time).'
         )
+
+    def __reduce__(self):
+        return (type(self), (self.logdir,))
 
 
 class ProfileNoDeviceOpsError(LinenError, RuntimeError):
@@ -36,7 +41,9 @@ class ProfileNoDeviceOpsError(LinenError, RuntimeError):
     events: jit_g). ...
     """
 
-    def __init__(self, program: str, xplane_path: str, programs_seen: list[str]):
+    def __init__(self, program: str = '', xplane_path: str = '', programs_seen: list[str] = ()):
+        self.program, self.xplane_path = program, xplane_path
+        self.programs_seen = list(programs_seen)
         seen = ', '.join(sorted(set(programs_seen))) or 'none'
         super().__init__(
             f'The trace {xplane_path!r} has no XLA op events of program {program!r} '
@@ -44,6 +51,9 @@ class ProfileNoDeviceOpsError(LinenError, RuntimeError):
             f'(it only returns its inputs), or the profiler did not record device activity; '
             f'profile a function that computes something, with steps >= 1.'
         )
+
+    def __reduce__(self):
+        return (type(self), (self.program, self.xplane_path, self.programs_seen))
 
 
 class UncostedInstructionWarning(UserWarning):
@@ -91,3 +101,20 @@ class ProfileUnmatchedOpsWarning(UserWarning):
 
     def __reduce__(self):
         return (type(self), (self.program, self.ops))
+
+
+class UnknownDevicePeakError(LinenError, LookupError):
+    """:func:`roofline` has no peak figures for this device kind and none were given."""
+
+    def __init__(self, device_kind: str = '', known: list[str] | tuple[str, ...] = ()):
+        self.device_kind = device_kind
+        self.known = tuple(known)
+        super().__init__(
+            f'No peak FLOP/s and bandwidth are known for device kind {device_kind!r} '
+            f'(known: {", ".join(self.known)}). Pass peak_flops_per_second= and '
+            f'peak_bytes_per_second= to roofline(), or add the device to '
+            f'linen.profiling.DEVICE_PEAKS.'
+        )
+
+    def __reduce__(self):
+        return (type(self), (self.device_kind, self.known))

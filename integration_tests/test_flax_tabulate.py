@@ -1,0 +1,173 @@
+"""``Module.tabulate`` / ``nn.tabulate`` against Flax's as an oracle: same table, same totals.
+
+Each model is built by one factory from the ``nn`` namespace it is given, so the
+linen and the Flax versions are the same source text.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+pytest.importorskip('flax')
+pytest.importorskip('rich')
+pytestmark = pytest.mark.flax
+
+import flax.linen as flax_nn  # noqa: E402
+
+import linen.nn as linen_nn  # noqa: E402
+
+PLAIN = {'width': 250, 'force_terminal': False}
+
+
+def models(nn):
+    class Counter(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            count = self.variable('counter', 'count', lambda: jnp.zeros((), jnp.int32))
+            count.value += 1
+            x = nn.Dense(4)(x)
+            x = nn.BatchNorm(use_running_average=False)(x)
+            return nn.Dense(3, name='proj')(x)
+
+    class Two(nn.Module):
+        @nn.compact
+        def __call__(self, x, y, scale=1.0):
+            self.variable('stats', 'n', jnp.zeros, (3,))
+            return {'a': nn.Dense(6)(x), 'b': (y * scale, y)}
+
+    class Inner(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(3)(nn.Dense(5)(x))
+
+    class Outer(nn.Module):
+        @nn.compact
+        def __call__(self, x, y):
+            shared = nn.Dense(2)
+            Two()(x, y, scale=2.0)
+            z = Inner()(x)
+            return shared(z) + shared(z)
+
+    class Conv(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.Conv(4, (3, 3), padding='VALID')(x)
+            x = nn.LayerNorm()(x)
+            return nn.Dense(2)(x.reshape((x.shape[0], -1)))
+
+    return {'Counter': Counter, 'Outer': Outer, 'Conv': Conv}
+
+
+INPUTS = {
+    'Counter': (jnp.ones((2, 5)),),
+    'Outer': (jnp.ones((2, 5)), jnp.ones((3,))),
+    'Conv': (jnp.ones((2, 6, 6, 3)),),
+}
+
+
+@pytest.mark.parametrize('name', sorted(INPUTS))
+@pytest.mark.parametrize(
+    'options',
+    [{}, {'depth': 1, 'show_repeated': True}],
+    ids=['all', 'depth1-repeated'],
+)
+def test_table_is_flax_table(name, options):
+    ours = models(linen_nn)[name]().tabulate(
+        jax.random.key(0), *INPUTS[name], console_kwargs=PLAIN, **options
+    )
+    theirs = models(flax_nn)[name]().tabulate(
+        jax.random.key(0), *INPUTS[name], console_kwargs=PLAIN, **options
+    )
+    assert _parse(ours) == _parse(theirs)
+
+
+def _parse(table):
+    """(title, rows as {header: cell text}, caption): the table without its column order.
+
+    Flax orders the collection columns by iterating a ``set`` of names, which
+    changes with Python's string hash seed; linen orders them by first use. The
+    content of every column must be the same.
+    """
+    lines = table.splitlines()
+    title = next(line.strip() for line in lines if line.strip())
+    header = next(line for line in lines if line.startswith('┃'))
+    names = [c.strip() for c in header.strip('┃').split('┃')]
+    rows, current = [], None
+    for line in lines:
+        if line.startswith(('┡', '├', '└')):
+            if current is not None:
+                rows.append({k: '\n'.join(v).strip() for k, v in current.items()})
+            current = {name: [] for name in names}
+        elif line.startswith('│') and current is not None:
+            for name, cell in zip(names, line.strip('│').split('│')):
+                current[name].append(cell.strip())
+    caption = [
+        line.strip()
+        for line in lines[lines.index(next(l for l in lines if l.startswith('└'))) + 1 :]
+    ]
+    return title, rows, [line for line in caption if line]
+
+
+def test_function_form_is_flax_function_form():
+    x = INPUTS['Counter']
+    ours = linen_nn.tabulate(models(linen_nn)['Counter'](), jax.random.key(0), console_kwargs=PLAIN)
+    theirs = flax_nn.tabulate(models(flax_nn)['Counter'](), jax.random.key(0), console_kwargs=PLAIN)
+    assert _parse(ours(*x)) == _parse(theirs(*x))
+
+
+def _flops_columns(table):
+    _, rows, _ = _parse(table)
+    return {
+        row['path'] or row['module']: (row['flops'], row['vjp_flops'])
+        for row in rows
+        if row['module']
+    }
+
+
+# Few models: Flax compiles every call twice (flops, vjp_flops), ~10 s per model.
+@pytest.mark.parametrize('name', ['Counter', 'Outer'])
+def test_flops_columns_agree_with_flax(name):
+    # Flax compiles every call on its own; linen costs each call inside the one
+    # compiled program, as XLA executes it: cheap elementwise work XLA repeats
+    # in several fusions counts each time (up to ~1/3 more for a LayerNorm's or a BatchNorm's
+    # backward pass), and a call whose output the program drops (Outer's Two_0)
+    # has no work left, shown as n/a with the reason. Matmul and conv work is
+    # the same, so the rows agree within those bounds.
+    kwargs = {'compute_flops': True, 'compute_vjp_flops': True, 'console_kwargs': PLAIN}
+    table = models(linen_nn)[name]().tabulate(jax.random.key(0), *INPUTS[name], **kwargs)
+    ours = _flops_columns(table)
+    theirs = _flops_columns(
+        models(flax_nn)[name]().tabulate(jax.random.key(0), *INPUTS[name], **kwargs)
+    )
+    assert set(ours) == set(theirs)
+    dead = {'Two_0', 'Two_0/Dense_0'} if name == 'Outer' else set()
+    for path, (flops, vjp_flops) in theirs.items():
+        if path in dead:
+            assert ours[path] == ('n/a', 'n/a')
+            assert 'no instruction of that call is left in the optimized program' in table
+            continue
+        assert float(ours[path][0]) == pytest.approx(float(flops), rel=0.35), path
+        assert float(ours[path][1]) == pytest.approx(float(vjp_flops), rel=0.35), path
+
+
+def test_without_linen_profiling_module_tabulate_names_it():
+    code = (
+        'import jax, jax.numpy as jnp, linen.nn as nn\n'
+        'try:\n'
+        '    nn.Dense(2).tabulate(jax.random.key(0), jnp.ones((1, 3)))\n'
+        'except ImportError as error:\n'
+        '    print(error)\n'
+    )
+    env = dict(os.environ, LINEN_DISABLE_PLUGINS='profiling')
+    result = subprocess.run(
+        [sys.executable, '-c', code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert 'linen-profiling' in result.stdout
+    assert 'pip install' in result.stdout

@@ -1,0 +1,175 @@
+"""``Report``: costs, times, memory and trace time joined per module path.
+
+Each part is optional; a column a part did not provide is ``None`` (shown as
+``n/a``), never 0. A report renders as a table, exports to JSON and to a pandas
+DataFrame, and diffs against another report (A/B, per module).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from linen.profiling._report import display_path, format_table, human
+
+__all__ = ['Report', 'ReportDiff']
+
+# column -> (source part, attribute of that part's row)
+_COLUMNS: dict[str, tuple[str, str]] = {
+    'flops': ('costs', 'inclusive_flops'),
+    'bytes_accessed': ('costs', 'inclusive_bytes_accessed'),
+    'forward_flops': ('costs', 'forward_flops'),
+    'backward_flops': ('costs', 'backward_flops'),
+    'recompute_flops': ('costs', 'recompute_flops'),
+    'seconds': ('times', 'inclusive_seconds'),
+    'params_bytes': ('memory', 'inclusive_params_bytes'),
+    'optimizer_bytes': ('memory', 'inclusive_optimizer_bytes'),
+    'trace_seconds': ('trace', 'inclusive_seconds'),
+}
+
+
+@dataclass(frozen=True)
+class Report:
+    """One row per module path: ``{path: {column: value or None}}`` (inclusive values)."""
+
+    rows: dict[str, dict[str, float | None]]
+    columns: tuple[str, ...]
+
+    @classmethod
+    def join(cls, *, costs=None, times=None, memory=None, trace=None) -> Report:
+        """Join the reports given (``module_costs``, ``profile``, ``module_memory``, ``trace_times``).
+
+        ``profile`` times are per step. ``module_memory`` paths, which lack the
+        root module's label, are matched to the label paths that end with them.
+        """
+        parts = {'costs': costs, 'times': times, 'memory': memory, 'trace': trace}
+        columns = tuple(c for c, (part, _) in _COLUMNS.items() if parts[part] is not None)
+        by_part = {
+            name: {row.path: row for row in part.rows}
+            for name, part in parts.items()
+            if part is not None
+        }
+        paths: dict[str, None] = {}
+        for name, rows in by_part.items():
+            if name != 'memory':
+                paths.update(dict.fromkeys(rows))
+        label_paths = list(paths)
+        memory_rows = by_part.get('memory', {})
+        if memory_rows and not label_paths:
+            paths.update(dict.fromkeys(memory_rows))
+        steps = max(getattr(times, 'steps', 1), 1) if times is not None else 1
+        rows: dict[str, dict[str, float | None]] = {}
+        for path in paths:
+            row: dict[str, float | None] = {}
+            for column in columns:
+                part, attribute = _COLUMNS[column]
+                source = by_part[part].get(path)
+                if part == 'memory' and source is None and label_paths:
+                    source = next(
+                        (
+                            r
+                            for p, r in memory_rows.items()
+                            if p and (path == p or path.endswith('/' + p))
+                        ),
+                        None,
+                    )
+                value = getattr(source, attribute) if source is not None else None
+                if part == 'times' and value is not None:
+                    value = value / steps
+                row[column] = value
+            rows[path] = row
+        return cls(rows=rows, columns=columns)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {'columns': list(self.columns), 'rows': self.rows}
+
+    def to_json(self, **kwargs: Any) -> str:
+        """The report as JSON (``None`` for values a part did not provide)."""
+        return json.dumps(self.to_dict(), **kwargs)
+
+    @classmethod
+    def from_json(cls, text: str) -> Report:
+        data = json.loads(text)
+        return cls(rows=data['rows'], columns=tuple(data['columns']))
+
+    def to_pandas(self):
+        """A ``pandas.DataFrame`` indexed by module path (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as error:
+            raise ImportError(
+                'Report.to_pandas needs pandas, which is not installed: pip install pandas '
+                '(or use Report.to_dict / to_json).'
+            ) from error
+        frame = pd.DataFrame.from_dict(self.rows, orient='index', columns=list(self.columns))
+        frame.index.name = 'path'
+        return frame
+
+    def diff(self, other: Report) -> ReportDiff:
+        """``other`` minus ``self`` per module and column (A/B: before, after)."""
+        columns = tuple(c for c in self.columns if c in other.columns)
+        rows = {}
+        for path in dict.fromkeys([*self.rows, *other.rows]):
+            before, after = self.rows.get(path, {}), other.rows.get(path, {})
+            row = {}
+            for column in columns:
+                a, b = before.get(column), after.get(column)
+                row[column] = None if a is None or b is None else b - a
+            rows[path] = row
+        return ReportDiff(rows=rows, columns=columns, before=self, after=other)
+
+    def __str__(self) -> str:
+        return _table('Profile per module', self.rows, self.columns)
+
+    def __rich__(self):
+        return _rich_table('Profile per module', self.rows, self.columns)
+
+
+@dataclass(frozen=True)
+class ReportDiff:
+    """Per module and column: after minus before (``None`` where either is missing)."""
+
+    rows: dict[str, dict[str, float | None]]
+    columns: tuple[str, ...]
+    before: Report
+    after: Report
+
+    def __str__(self) -> str:
+        return _table('Change per module (after - before)', self.rows, self.columns)
+
+    def __rich__(self):
+        return _rich_table('Change per module (after - before)', self.rows, self.columns)
+
+
+def _cell(column: str, value: float | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return 'n/a'
+    if column.endswith('seconds'):
+        return f'{1e3 * value:.3f} ms'
+    if column.endswith('bytes') or column == 'bytes_accessed':
+        return human(value, 'B')
+    return human(value)
+
+
+def _table(title: str, rows: dict, columns: tuple[str, ...]) -> str:
+    body = [
+        [display_path(path), *(_cell(c, row.get(c)) for c in columns)] for path, row in rows.items()
+    ]
+    return format_table(title, ['module', *columns], body)
+
+
+def _rich_table(title: str, rows: dict, columns: tuple[str, ...]):
+    """A ``rich.table.Table`` (``rich.print(report)`` shows it in a terminal)."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column('module')
+    for column in columns:
+        table.add_column(column, justify='right')
+    for path, row in rows.items():
+        depth = path.count('/') if path else 0
+        name = '  ' * depth + (path.rsplit('/', 1)[-1] if path else display_path(''))
+        table.add_row(name, *(_cell(c, row.get(c)) for c in columns))
+    return table

@@ -1,0 +1,226 @@
+"""``module_memory``: bytes of parameters, gradients, optimizer state and other state per module.
+
+Everything here is counted from array sizes (shape times item size), nothing is
+compiled or run: the variables a model holds, one gradient per floating-point
+parameter (``jax.grad`` returns one array of the parameter's shape and dtype),
+and the optimizer state. An optax state stores, per moment, a tree shaped like
+the parameters (Adam's ``mu`` and ``nu``); each such tree is matched to the
+parameters by structure and its leaves are attributed to their module paths.
+Optimizer leaves of another shape (Adam's step ``count``) are not any module's:
+they go to path ``''``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from linen.profiling._report import display_path, format_table, human, inclusive_totals
+
+__all__ = ['MemoryRow', 'ModuleMemory', 'module_memory']
+
+_FIELDS = ('params', 'grads', 'optimizer', 'state')
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    """Bytes held for one module path (own, and ``inclusive_*`` with its submodules).
+
+    ``params``: the ``params`` collection; ``grads``: one gradient per
+    floating-point parameter; ``optimizer``: the optimizer-state leaves that
+    mirror this module's parameters; ``state``: every other collection
+    (``batch_stats``, caches, counters).
+    """
+
+    path: str
+    params_bytes: int
+    grads_bytes: int
+    optimizer_bytes: int
+    state_bytes: int
+    inclusive_params_bytes: int
+    inclusive_grads_bytes: int
+    inclusive_optimizer_bytes: int
+    inclusive_state_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        return self.params_bytes + self.grads_bytes + self.optimizer_bytes + self.state_bytes
+
+    @property
+    def inclusive_total_bytes(self) -> int:
+        return (
+            self.inclusive_params_bytes
+            + self.inclusive_grads_bytes
+            + self.inclusive_optimizer_bytes
+            + self.inclusive_state_bytes
+        )
+
+
+@dataclass(frozen=True)
+class ModuleMemory:
+    """What :func:`module_memory` returns: one row per module path, and the totals."""
+
+    rows: tuple[MemoryRow, ...]
+    params_bytes: int
+    grads_bytes: int
+    optimizer_bytes: int
+    state_bytes: int
+
+    def __getitem__(self, path: str) -> MemoryRow:
+        for row in self.rows:
+            if row.path == path:
+                return row
+        known = ', '.join(repr(row.path) for row in self.rows)
+        raise KeyError(f'No module path {path!r} in this report; paths: {known}.')
+
+    def by_path(self) -> dict[str, MemoryRow]:
+        return {row.path: row for row in self.rows}
+
+    def __str__(self) -> str:
+        body = []
+        for row in self.rows:
+            depth = row.path.count('/') if row.path else 0
+            name = '  ' * depth + (row.path.rsplit('/', 1)[-1] if row.path else display_path(''))
+            body.append(
+                [
+                    name,
+                    human(row.inclusive_params_bytes, 'B'),
+                    human(row.inclusive_grads_bytes, 'B'),
+                    human(row.inclusive_optimizer_bytes, 'B'),
+                    human(row.inclusive_state_bytes, 'B'),
+                    human(row.inclusive_total_bytes, 'B'),
+                ]
+            )
+        total = self.params_bytes + self.grads_bytes + self.optimizer_bytes + self.state_bytes
+        body.append(
+            [
+                'total',
+                human(self.params_bytes, 'B'),
+                human(self.grads_bytes, 'B'),
+                human(self.optimizer_bytes, 'B'),
+                human(self.state_bytes, 'B'),
+                human(total, 'B'),
+            ]
+        )
+        return format_table(
+            'Memory per module (from array sizes)',
+            ['module', 'params', 'grads', 'optimizer', 'other state', 'total'],
+            body,
+        )
+
+
+def _nbytes(leaf: Any) -> int:
+    leaf = getattr(leaf, 'value', leaf) if not hasattr(leaf, 'shape') else leaf
+    if not hasattr(leaf, 'shape') or not hasattr(leaf, 'dtype'):
+        return 0
+    count = 1
+    for d in leaf.shape:
+        count *= int(d)
+    return count * leaf.dtype.itemsize
+
+
+def _is_float(leaf: Any) -> bool:
+    import jax.numpy as jnp
+
+    leaf = getattr(leaf, 'value', leaf) if not hasattr(leaf, 'shape') else leaf
+    return hasattr(leaf, 'dtype') and jnp.issubdtype(leaf.dtype, jnp.inexact)
+
+
+def _leaves_by_path(tree: Any, prefix: tuple[str, ...] = ()):
+    """``(module path, leaf)`` for a variables tree (the last key is the variable name)."""
+    if isinstance(tree, Mapping):
+        for key, value in tree.items():
+            if isinstance(value, Mapping):
+                yield from _leaves_by_path(value, (*prefix, str(key)))
+            else:
+                yield '/'.join(prefix), value
+
+
+def module_memory(variables: Mapping, opt_state: Any = None) -> ModuleMemory:
+    """Bytes of parameters, gradients, optimizer state and other state per module path.
+
+    Args:
+      variables: the model's variables (``model.init(...)`` or arrays'
+        ``jax.ShapeDtypeStruct``s, e.g. from ``jax.eval_shape``).
+      opt_state: an optax state for ``variables['params']`` (or ``None``).
+
+    Returns:
+      A :class:`ModuleMemory`; paths are variable paths without the collection
+      (``'Dense_0'``), ``''`` for what belongs to no module.
+
+    >>> import jax, jax.numpy as jnp
+    >>> params = {'Dense_0': {'kernel': jnp.ones((4, 8)), 'bias': jnp.ones(8)}}
+    >>> module_memory({'params': params})['Dense_0'].grads_bytes
+    160
+    """
+    import jax
+
+    own: dict[str, list[float]] = {}
+
+    def add(path: str, field: str, nbytes: int) -> None:
+        own.setdefault(path, [0.0] * len(_FIELDS))[_FIELDS.index(field)] += nbytes
+
+    params = variables.get('params', {})
+    for collection, tree in variables.items():
+        for path, leaf in _leaves_by_path(tree):
+            if collection == 'params':
+                add(path, 'params', _nbytes(leaf))
+                if _is_float(leaf):
+                    add(path, 'grads', _nbytes(leaf))
+            else:
+                add(path, 'state', _nbytes(leaf))
+    if opt_state is not None:
+        structure = jax.tree_util.tree_structure(params) if params else None
+
+        def visit(node: Any) -> None:
+            if structure is not None and _same_structure(node, structure):
+                for path, leaf in _leaves_by_path(node):
+                    add(path, 'optimizer', _nbytes(leaf))
+                return
+            children = _children(node)
+            if children is None:
+                add('', 'optimizer', _nbytes(node))
+                return
+            for child in children:
+                visit(child)
+
+        visit(opt_state)
+    inclusive = inclusive_totals(own, len(_FIELDS))
+    rows = []
+    for path in sorted(inclusive, key=lambda p: (p == '', p.split('/'))):
+        mine = own.get(path, [0.0] * len(_FIELDS))
+        total = inclusive[path] if path else mine
+        rows.append(
+            MemoryRow(
+                path,
+                *(int(v) for v in mine),
+                *(int(v) for v in total),
+            )
+        )
+    sums = [int(sum(values[i] for values in own.values())) for i in range(len(_FIELDS))]
+    return ModuleMemory(tuple(rows), *sums)
+
+
+def _same_structure(node: Any, structure: Any) -> bool:
+    import jax
+
+    if not isinstance(node, Mapping):
+        return False
+    return jax.tree_util.tree_structure(node) == structure
+
+
+def _children(node: Any) -> list[Any] | None:
+    """The sub-trees of a container (tuple, list, dict, namedtuple, optax state), else None."""
+    import jax
+
+    if isinstance(node, Mapping):
+        return list(node.values())
+    if isinstance(node, (tuple, list)):
+        return list(node)
+    leaves, treedef = jax.tree_util.tree_flatten(node, is_leaf=lambda x: x is not node)
+    if treedef.num_leaves == 1 and leaves and leaves[0] is node:
+        return None
+    # A registered pytree node (optax's states): its direct children.
+    children = jax.tree_util.tree_flatten(node, is_leaf=lambda x: x is not node)[0]
+    return children if children and children[0] is not node else None

@@ -1,0 +1,49 @@
+"""``trace_times``: Python time per module while tracing, against known sleeps."""
+
+import time
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+nn = pytest.importorskip('linen.nn')
+
+from linen.profiling import trace_times  # noqa: E402
+
+SLOW, FAST = 0.08, 0.02
+
+
+class Sleeper(nn.Module):
+    seconds: float
+
+    @nn.compact
+    def __call__(self, x):
+        time.sleep(self.seconds)  # Python work while tracing, of a known length
+        return nn.Dense(3)(x)
+
+
+class Model(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        x = Sleeper(SLOW, name='slow')(x)
+        return Sleeper(FAST, name='fast')(x)
+
+
+def test_self_and_inclusive_times_match_known_sleeps():
+    model, x = Model(), jnp.ones((2, 3))
+    variables = model.init(jax.random.key(0), x)
+    times = trace_times(model.apply, variables, x)
+    slow, fast = times['Model/slow'], times['Model/fast']
+    # Self time is the sleep plus a little tracing of the module's own code
+    # (the Dense inside is its own row).
+    assert SLOW <= slow.seconds <= SLOW * 1.1 + 0.01
+    assert FAST <= fast.seconds <= FAST * 1.1 + 0.01
+    assert slow.inclusive_seconds == pytest.approx(
+        slow.seconds + times['Model/slow/Dense_0'].seconds
+    )
+    assert times['Model'].inclusive_seconds >= SLOW + FAST
+    assert slow.calls == fast.calls == 1
+    # The rows' own times add up to the measured trace time.
+    assert sum(row.seconds for row in times.rows) == pytest.approx(times.total_seconds, rel=1e-6)
+    assert times['Model'].inclusive_seconds <= times.total_seconds
+    assert str(times).splitlines()[0].startswith('Trace time per module')
