@@ -223,6 +223,7 @@ NAMESPACES = [
     'initializers',
     'activation',
     'dtypes',
+    'fp8_ops',
 ]
 
 NAMESPACE_EXTRAS = {'spmd': ['logical_axis_rules', 'set_logical_axis_rules']}

@@ -184,7 +184,7 @@ class _ConvBase(Module):
         kernel_dilation = _broadcast_spatial(self.kernel_dilation, n, 'kernel_dilation', self)
 
         padding = _canonical_padding(self.padding, n, self)
-        if padding in _PAD_MODES:
+        if isinstance(padding, str) and padding in _PAD_MODES:
             dilated = [(k - 1) * d + 1 for k, d in zip(kernel_size, kernel_dilation)]
             pads = [(0, 0), *(((k - 1) // 2, k // 2) for k in dilated), (0, 0)]
             inputs = jnp.pad(inputs, pads, mode=_PAD_MODES[padding])
