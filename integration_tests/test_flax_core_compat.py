@@ -171,3 +171,8 @@ def test_unknown_flag_is_a_lookup_error():
     for _, config in CORES:
         with pytest.raises(LookupError):
             config.update('flax_no_such_flag', True)
+
+
+@pytest.mark.parametrize('f', FILTERS + [[], ()])
+def test_is_filter_empty(f):
+    assert linen_scope.is_filter_empty(_to_linen(f)) == flax_scope.is_filter_empty(f)
