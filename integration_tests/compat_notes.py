@@ -123,10 +123,14 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
         'set_from_dict': ('not supported', "internal to Flax's lifting."),
         'swap_collection': ('not supported', "internal to Flax's lifting."),
         'tree_map_rngs': ('not supported', "internal to Flax's lifting."),
-        'vmap': ('differs', 'a tuple of scopes as the first argument is not supported yet.'),
+        'vmap': ('supported', 'also over a tuple of scopes, as Flax.'),
+        **{
+            n: ('differs', 'a single scope only (Flax also takes a tuple of scopes).')
+            for n in ('jit', 'scan', 'checkpoint', 'remat', 'cond', 'switch', 'while_loop')
+        },
         'checkpoint': (
-            'supported',
-            "`static_argnums` count the arguments after the scope, as Flax's.",
+            'differs',
+            "a single scope only; `static_argnums` count the arguments after the scope, as Flax's.",
         ),
     },
     'flax.core.scope': {
