@@ -203,3 +203,41 @@ def test_remat_static_argnums_count_self_as_flax(train):
     flax_vars = out[0][0]
     linen_call = linen_nn.remat(_gated(linen_nn), static_call_argnums=(1,))()
     _assert_same(linen_call.apply(flax_vars, x, train), out[0][1])
+
+
+def _lifted(nn, transform, cls):
+    if transform == 'vmap':
+        return nn.vmap(cls, variable_axes={'params': 0}, split_rngs={'params': True})
+    if transform == 'jit':
+        return nn.jit(cls)
+    return nn.remat(cls)
+
+
+@pytest.mark.parametrize('transform', ['jit', 'vmap', 'remat'])
+@pytest.mark.parametrize('returns', ['module', 'variable'])
+def test_transformed_method_returning_a_module_or_variable_raises_as_flax(transform, returns):
+    texts = []
+    for nn in (flax_nn, linen_nn):
+
+        class Leaky(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                dense = nn.Dense(2)
+                y = dense(x)
+                if returns == 'module':
+                    return y, dense
+                return y, self.variable('params', 'count', jnp.zeros, ())
+
+        class Outer(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                return _lifted(nn, transform, Leaky)()(x)
+
+        errors_module = (
+            flax.errors if nn is flax_nn else __import__('linen.core.errors').core.errors
+        )
+        with pytest.raises(errors_module.TransformedMethodReturnValueError) as info:
+            Outer().init(jax.random.key(0), jnp.ones((2, 3)))
+        texts.append(str(info.value))
+    flax_text = texts[0].split(' (https://')[0]
+    assert texts[1].startswith(flax_text)

@@ -420,8 +420,9 @@ class TransformedMethodReturnValueError(LinenError):
 
     def __init__(self, name: str):
         super().__init__(
-            f'Transformed module method {name} cannot return Modules or Variables: '
-            'return arrays, and build submodules outside the transformed method.'
+            f'Transformed module method {name} cannot return Modules or Variables. '
+            'Their scope ends with the transform: return arrays, and build submodules '
+            'outside the transformed method.'
         )
 
 

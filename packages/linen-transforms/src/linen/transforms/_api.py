@@ -245,8 +245,12 @@ def _module_key(module, labelled: bool):
 
 
 def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dict) -> Callable:
+    from linen.transforms._module_lift import _check_returns
+
     def body(module, inner_scope, *args, **kwargs):
-        return runner(module.clone(parent=inner_scope), *args, **kwargs)
+        return _check_returns(
+            runner(module.clone(parent=inner_scope), *args, **kwargs), method_name
+        )
 
     jitted = _jit.jit(body, **options)
 

@@ -12,7 +12,9 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from linen.core import errors
+import jax
+
+from linen.core import Variable, errors
 from linen.module import Module
 from linen.module._module import _call_wrapped_method
 
@@ -25,6 +27,18 @@ def _mark(fn: Callable) -> Callable:
     # through it, on the clone.
     fn.method_handler_wrapped = True  # type: ignore[attr-defined]
     return fn
+
+
+def _check_returns(y: Any, method_name: str) -> Any:
+    """Modules and Variables cannot leave a transform (their scope ends there), as in Flax."""
+    for leaf in jax.tree_util.tree_leaves(y, is_leaf=_is_module_or_variable):
+        if _is_module_or_variable(leaf):
+            raise errors.TransformedMethodReturnValueError(method_name)
+    return y
+
+
+def _is_module_or_variable(x: Any) -> bool:
+    return isinstance(x, (Module, Variable))
 
 
 def lift_method(fn: Callable, make_lifted: MakeLifted) -> Callable:
@@ -40,7 +54,8 @@ def lift_method(fn: Callable, make_lifted: MakeLifted) -> Callable:
 
         def body(inner_scope, *a, **k):
             clone = self.clone(parent=inner_scope)
-            return _call_wrapped_method(clone, fn, method_name, is_compact, a, k)
+            y = _call_wrapped_method(clone, fn, method_name, is_compact, a, k)
+            return _check_returns(y, method_name)
 
         return make_lifted(body)(scope, *args, **kwargs)
 
@@ -73,7 +88,7 @@ def _class_method(orig: Callable, method_name: str, make_lifted: MakeLifted) -> 
             raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
 
         def body(inner_scope, *a, **k):
-            return orig(self.clone(parent=inner_scope), *a, **k)
+            return _check_returns(orig(self.clone(parent=inner_scope), *a, **k), method_name)
 
         return make_lifted(body)(scope, *args, **kwargs)
 
