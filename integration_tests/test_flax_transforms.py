@@ -213,31 +213,33 @@ def _lifted(nn, transform, cls):
     return nn.remat(cls)
 
 
+def _leaky_outer(nn, transform, returns):
+    class Leaky(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            dense = nn.Dense(2)
+            y = dense(x)
+            if returns == 'module':
+                return y, dense
+            return y, self.variable('params', 'count', jnp.zeros, ())
+
+    class Outer(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return _lifted(nn, transform, Leaky)()(x)
+
+    return Outer()
+
+
 @pytest.mark.parametrize('transform', ['jit', 'vmap', 'remat'])
 @pytest.mark.parametrize('returns', ['module', 'variable'])
 def test_transformed_method_returning_a_module_or_variable_raises_as_flax(transform, returns):
+    from linen.core import errors as linen_errors
+
     texts = []
-    for nn in (flax_nn, linen_nn):
-
-        class Leaky(nn.Module):
-            @nn.compact
-            def __call__(self, x):
-                dense = nn.Dense(2)
-                y = dense(x)
-                if returns == 'module':
-                    return y, dense
-                return y, self.variable('params', 'count', jnp.zeros, ())
-
-        class Outer(nn.Module):
-            @nn.compact
-            def __call__(self, x):
-                return _lifted(nn, transform, Leaky)()(x)
-
-        errors_module = (
-            flax.errors if nn is flax_nn else __import__('linen.core.errors').core.errors
-        )
+    for nn, errors_module in ((flax_nn, flax.errors), (linen_nn, linen_errors)):
         with pytest.raises(errors_module.TransformedMethodReturnValueError) as info:
-            Outer().init(jax.random.key(0), jnp.ones((2, 3)))
+            _leaky_outer(nn, transform, returns).init(jax.random.key(0), jnp.ones((2, 3)))
         texts.append(str(info.value))
     flax_text = texts[0].split(' (https://')[0]
     assert texts[1].startswith(flax_text)
