@@ -1,6 +1,6 @@
 import glob
-from pathlib import Path
 import os
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
