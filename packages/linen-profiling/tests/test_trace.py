@@ -1,6 +1,6 @@
 import glob
-import os
 from pathlib import Path
+import os
 
 import jax
 import jax.numpy as jnp
