@@ -54,8 +54,7 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
         'Module': (
             'differs',
             '`parent`/`name` are keyword-only (Flax takes them positionally after the fields, '
-            'so a stray positional argument becomes `parent`); with `kw_only` subclasses '
-            "`dataclasses.fields` lists `parent`/`name` before the subclass's own fields.",
+            'so a stray positional argument becomes `parent`; here it is a TypeError).',
         ),
         'enable_named_call': (
             'differs',

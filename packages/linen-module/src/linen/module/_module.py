@@ -173,6 +173,11 @@ class Module:
             raise errors.ReservedModuleAttributeError(own)
         _add_parent_and_name(cls)
         dataclasses.dataclass(cls, frozen=True, repr=False, kw_only=kw_only)  # type: ignore[call-overload]
+        # As in Flax, `dataclasses.fields` lists parent and name after every field a
+        # subclass adds (they are keyword-only, so __init__ does not depend on it).
+        own_fields = cls.__dict__['__dataclass_fields__']
+        for reserved in ('parent', 'name'):
+            own_fields[reserved] = own_fields.pop(reserved)
         # The frozen dataclass writes fields with object.__setattr__ (fast); our
         # own __setattr__ then governs assignment after construction.
         cls.__setattr__ = Module.__setattr__  # type: ignore[method-assign]
