@@ -171,3 +171,40 @@ def test_unknown_flag_is_a_lookup_error():
     for _, config in CORES:
         with pytest.raises(LookupError):
             config.update('flax_no_such_flag', True)
+
+
+@pytest.mark.parametrize('f', FILTERS + [[], ()])
+def test_is_filter_empty(f):
+    assert linen_scope.is_filter_empty(_to_linen(f)) == flax_scope.is_filter_empty(f)
+
+
+def test_lift_vmap_over_a_tuple_of_scopes():
+    from flax.core import lift as flax_lift
+
+    from linen.transforms import lift as linen_lift
+
+    xs = jnp.arange(12.0).reshape(4, 3) / 10
+
+    def make(lift):
+        def pair(scopes, x):
+            a, b = scopes
+            return dense(a, x) + dense(b, x) * 2.0
+
+        def model(scope, xs):
+            lifted = lift.vmap(
+                pair, variable_axes={'params': 0}, split_rngs={'params': True}, in_axes=0
+            )
+            return lifted((scope.push('a'), scope.push('b')), xs)
+
+        return model
+
+    yf, vf = flax_core.init(make(flax_lift))(jax.random.key(0), xs)
+    yl, vl = linen_core.init(make(linen_lift))(jax.random.key(0), xs)
+    _same_tree(vf, vl)
+    np.testing.assert_allclose(yf, yl, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        flax_core.apply(make(flax_lift))(vf, xs),
+        linen_core.apply(make(linen_lift))(vl, xs),
+        rtol=1e-6,
+        atol=1e-6,
+    )

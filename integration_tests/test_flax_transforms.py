@@ -203,3 +203,82 @@ def test_remat_static_argnums_count_self_as_flax(train):
     flax_vars = out[0][0]
     linen_call = linen_nn.remat(_gated(linen_nn), static_call_argnums=(1,))()
     _assert_same(linen_call.apply(flax_vars, x, train), out[0][1])
+
+
+def _lifted(nn, transform, cls):
+    if transform == 'vmap':
+        return nn.vmap(cls, variable_axes={'params': 0}, split_rngs={'params': True})
+    if transform == 'jit':
+        return nn.jit(cls)
+    return nn.remat(cls)
+
+
+def _leaky_outer(nn, transform, returns):
+    class Leaky(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            dense = nn.Dense(2)
+            y = dense(x)
+            if returns == 'module':
+                return y, dense
+            return y, self.variable('params', 'count', jnp.zeros, ())
+
+    class Outer(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return _lifted(nn, transform, Leaky)()(x)
+
+    return Outer()
+
+
+@pytest.mark.parametrize('transform', ['jit', 'vmap', 'remat'])
+@pytest.mark.parametrize('returns', ['module', 'variable'])
+def test_transformed_method_returning_a_module_or_variable_raises_as_flax(transform, returns):
+    from linen.core import errors as linen_errors
+
+    texts = []
+    for nn, errors_module in ((flax_nn, flax.errors), (linen_nn, linen_errors)):
+        with pytest.raises(errors_module.TransformedMethodReturnValueError) as info:
+            _leaky_outer(nn, transform, returns).init(jax.random.key(0), jnp.ones((2, 3)))
+        texts.append(str(info.value))
+    flax_text = texts[0].split(' (https://')[0]
+    assert texts[1].startswith(flax_text)
+
+
+def _branching(nn, kind):
+    class Branches(nn.Module):
+        def setup(self):
+            self.a = nn.Dense(2)
+            self.b = nn.Dense(2)
+
+        def left(self, x):
+            return self.a(x)
+
+        def right(self, x):
+            return self.b(x)
+
+        def __call__(self, x, which):
+            if self.is_initializing():
+                self.a(x)
+                self.b(x)
+            if kind == 'cond-lambda':
+                return nn.cond(which, lambda m, x: m.a(x), lambda m, x: m.b(x), self, x)
+            if kind == 'cond-method':
+                return nn.cond(which, type(self).left, type(self).right, self, x)
+            return nn.switch(which, [type(self).left, lambda m, x: m.b(x)], self, x)
+
+    return Branches()
+
+
+@pytest.mark.parametrize(
+    ('kind', 'which'),
+    [('cond-lambda', True), ('cond-lambda', False), ('cond-method', False), ('switch', 1)],
+)
+def test_cond_and_switch_with_module_methods_as_branches(kind, which):
+    x = jnp.linspace(-1.0, 1.0, 6).reshape(2, 3)
+    out = []
+    for nn in (flax_nn, linen_nn):
+        model = _branching(nn, kind)
+        variables = model.init(jax.random.key(0), x, which)
+        out.append((variables, model.apply(variables, x, which)))
+    _assert_same(out[0], out[1])

@@ -81,7 +81,9 @@ def test_attribute_assigned_outside_setup():
             self.cache = x
             return x
 
-    with pytest.raises(errors.SetAttributeFrozenModuleError, match=r"Can't set Bad.cache"):
+    with pytest.raises(
+        errors.SetAttributeFrozenModuleError, match=r"Can't set cache=.* for Module of type Bad"
+    ):
         Bad().init(jax.random.key(0), jnp.ones((1, 2)))
 
 
@@ -226,7 +228,8 @@ def test_reserved_field_names(field):
 
 def test_frozen_module_attribute():
     with pytest.raises(
-        errors.SetAttributeFrozenModuleError, match=r"Can't set Dense.features.*clone"
+        errors.SetAttributeFrozenModuleError,
+        match=r"Can't set features=3 for Module of type Dense.*clone",
     ):
         Dense(2).features = 3
 
@@ -256,10 +259,12 @@ def test_post_init_override_without_super():
 
 
 def test_variable_api_on_unbound_module():
-    with pytest.raises(errors.LinenError, match=r"Can't make an rng.*unbound Dense"):
+    with pytest.raises(errors.UnboundModuleError, match=r"Can't use RNGs on unbound modules"):
         Dense(2).make_rng('params')
-    with pytest.raises(errors.LinenError, match='unbound'):
+    with pytest.raises(ValueError, match=r"Can't access variables on unbound modules\. Dense"):
         _ = Dense(2).variables
+    with pytest.raises(errors.UnboundModuleError, match=r'paths on unbound modules\. Dense has'):
+        _ = Dense(2).path
 
 
 def test_bad_parent():
@@ -278,3 +283,84 @@ def test_scope_used_after_apply():
     Keep().init(jax.random.key(0))
     with pytest.raises(errors.InvalidScopeError, match='no longer valid'):
         kept[0].put_variable('state', 'x', 1)
+
+
+def test_frozen_module_error_starts_with_flax_text():
+    class Foo(nn.Module):
+        i: int = 1
+
+        def __call__(self):
+            self.i = 2
+
+    flax_text = "Can't set i=2 for Module of type Foo: Module instance is frozen outside of setup"
+    with pytest.raises(errors.SetAttributeFrozenModuleError, match=flax_text + r'.*clone\(i='):
+        Foo().apply({})
+
+
+class _Descriptor:
+    """A data descriptor whose getter reads an attribute that does not exist."""
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return obj.not_there
+
+    def __set__(self, obj, value):
+        raise AttributeError('read-only')
+
+
+def test_descriptor_getter_errors_name_the_missing_attribute():
+    import functools
+
+    class WithProps(nn.Module):
+        @property
+        def prop(self):
+            return self.absent_a
+
+        @functools.cached_property
+        def cached(self):
+            return self.absent_b
+
+        custom = _Descriptor()
+
+        @property
+        def fine(self):
+            return 3
+
+    m = WithProps()
+    for attr, missing in [('prop', 'absent_a'), ('cached', 'absent_b'), ('custom', 'not_there')]:
+        with pytest.raises(errors.DescriptorAttributeError, match=rf'WithProps\.{attr}.*{missing}'):
+            getattr(m, attr)
+    assert m.fine == 3
+    assert isinstance(WithProps.__dict__['prop'].fget, type(lambda: 0))
+    with pytest.raises(errors.SetAttributeFrozenModuleError):
+        m.custom = 1
+
+
+def test_interceptors_fire_on_unbound_modules():
+    seen = []
+
+    def interceptor(next_fun, args, kwargs, context):
+        seen.append((context.method_name, context.orig_method(*args, **kwargs)))
+        return next_fun(*args, **kwargs) + 1
+
+    class M(nn.Module):
+        def double(self, x):
+            return 2 * x
+
+    with nn.intercept_methods(interceptor):
+        assert M().double(3) == 7
+    assert seen == [('double', 6)]
+    assert M().double(3) == 6
+
+
+def test_module_paths_lists_each_module_once():
+    class Foo(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            shared = Dense(3, name='shared')
+            return shared(shared(x))
+
+    paths = Foo().module_paths(jax.random.key(0), jnp.ones((1, 3)))
+    assert sorted(paths) == ['', 'shared']
+    assert paths['shared'].features == 3 and paths['shared'].scope is None

@@ -371,9 +371,14 @@ def test_repr_shows_nested_tree():
 
 def test_frozen_attributes():
     m = Linear(3)
-    with pytest.raises(errors.SetAttributeFrozenModuleError, match=r'Linear\.features'):
+    with pytest.raises(
+        errors.SetAttributeFrozenModuleError,
+        match=r"Can't set features=.* for Module of type Linear",
+    ):
         m.features = 4
-    with pytest.raises(errors.SetAttributeFrozenModuleError, match=r'Linear\.other'):
+    with pytest.raises(
+        errors.SetAttributeFrozenModuleError, match=r"Can't set other=.* for Module of type Linear"
+    ):
         m.other = 1
     with pytest.raises(errors.SetAttributeFrozenModuleError):
         del m.features

@@ -23,6 +23,7 @@ __all__ = [
     'intersect_filters',
     'subtract_filters',
     'group_collections',
+    'is_filter_empty',
 ]
 
 
@@ -55,6 +56,21 @@ def in_filter(filter_like: Filter, col: str) -> bool:
         return not in_filter(filter_like.deny, col)
     if isinstance(filter_like, Collection) and not isinstance(filter_like, Mapping):
         return col in filter_like
+    raise InvalidFilterError(filter_like)
+
+
+def is_filter_empty(filter_like: Filter) -> bool:
+    """Whether ``filter_like`` matches no collection (``False`` or an empty collection).
+
+    >>> is_filter_empty(False), is_filter_empty([]), is_filter_empty('params')
+    (True, True, False)
+    """
+    if filter_like is False:
+        return True
+    if filter_like is True or isinstance(filter_like, (str, DenyList)):
+        return False
+    if isinstance(filter_like, Collection) and not isinstance(filter_like, Mapping):
+        return not filter_like
     raise InvalidFilterError(filter_like)
 
 

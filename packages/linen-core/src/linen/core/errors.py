@@ -39,6 +39,7 @@ __all__ = [
     'IncorrectPostInitOverrideError',
     'DescriptorAttributeError',
     'MergeParamError',
+    'UnboundModuleError',
     'TransformTargetError',
     'TransformedMethodReturnValueError',
     'InvalidCheckpointError',
@@ -313,9 +314,9 @@ class SetAttributeFrozenModuleError(LinenError, AttributeError):
 
     def __init__(self, module_cls: str, attr_name: str, attr_val=None):
         super().__init__(
-            f"Can't set {module_cls}.{attr_name}: Module instances are frozen outside "
-            '`setup()`. Set attributes in `setup`, or create a new instance with '
-            f'`module.clone({attr_name}=...)`.'
+            f"Can't set {attr_name}={attr_val} for Module of type {module_cls}: Module "
+            'instance is frozen outside of setup method. Set attributes in `setup`, or '
+            f'create a new instance with `module.clone({attr_name}=...)`.'
         )
 
 
@@ -416,12 +417,38 @@ class IncorrectPostInitOverrideError(LinenError):
 
 
 class DescriptorAttributeError(LinenError):
-    """An attribute error raised inside a property or descriptor of a Module."""
+    """An attribute error raised inside a property or descriptor of a Module.
 
-    def __init__(self):
+    >>> class Foo(nn.Module):  # doctest: +SKIP
+    ...     @property
+    ...     def prop(self):
+    ...         return self.missing  # AttributeError inside the getter
+    """
+
+    def __init__(self, module_cls: str = '', descriptor: str = '', cause: str = ''):
+        where = f' {module_cls}.{descriptor}' if module_cls else ''
+        because = f' (AttributeError: {cause})' if cause else ''
         super().__init__(
-            'An AttributeError was raised inside a property or descriptor of a Module; '
-            'see the chained exception for the attribute that is missing.'
+            'Trying to access a property that is accessing a non-existent attribute. '
+            f'The getter of{where or " a property or descriptor"} raised an AttributeError'
+            f'{because}; fix the attribute it reads (see the chained exception).'
+        )
+
+
+class UnboundModuleError(LinenError, ValueError):
+    """A method that needs variables or rngs is called on an unbound Module.
+
+    Flax raises a plain ``ValueError`` with the same text first.
+
+    >>> nn.Dense(3).variables  # doctest: +SKIP
+    """
+
+    def __init__(self, flax_text: str, module_cls: str = ''):
+        end = '' if flax_text.endswith('.') else '.'
+        where = f' {module_cls} has no scope:' if module_cls else ''
+        super().__init__(
+            f'{flax_text}{end}{where} call it inside `init`/`apply`, or bind the Module with '
+            '`module.bind(variables, rngs=...)`.'
         )
 
 
@@ -454,8 +481,9 @@ class TransformedMethodReturnValueError(LinenError):
 
     def __init__(self, name: str):
         super().__init__(
-            f'Transformed module method {name} cannot return Modules or Variables: '
-            'return arrays, and build submodules outside the transformed method.'
+            f'Transformed module method {name} cannot return Modules or Variables. '
+            'Their scope ends with the transform: return arrays, and build submodules '
+            'outside the transformed method.'
         )
 
 

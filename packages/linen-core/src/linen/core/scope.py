@@ -14,6 +14,7 @@ from linen.core._filters import filter_to_set as filter_to_set
 from linen.core._filters import group_collections as group_collections
 from linen.core._filters import in_filter as in_filter
 from linen.core._filters import intersect_filters as intersect_filters
+from linen.core._filters import is_filter_empty as is_filter_empty
 from linen.core._filters import subtract_filters as subtract_filters
 from linen.core._filters import union_filters as union_filters
 from linen.core._rng import LazyRng as LazyRng
@@ -40,6 +41,7 @@ __all__ = [
     'in_filter',
     'init',
     'intersect_filters',
+    'is_filter_empty',
     'lazy_init',
     'subtract_filters',
     'union_filters',

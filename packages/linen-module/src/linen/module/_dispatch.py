@@ -83,6 +83,12 @@ def _compose(wrappers: tuple[Callable, ...]) -> Callable:
         return next_fn(*args, **kwargs)
 
     run.wrappers = wrappers  # type: ignore[attr-defined]
+    # Calls on unbound modules run only the wrappers that ask for them (Flax runs
+    # its interceptors there, but no profiling names or captures).
+    unbound = tuple(w for w in wrappers if getattr(w, 'wraps_unbound', False))
+    run.unbound = (  # type: ignore[attr-defined]
+        None if not unbound else (run if unbound == wrappers else _compose(unbound))
+    )
     return run
 
 
@@ -156,6 +162,9 @@ def _call_wrapped_method(self, fun, method_name, is_compact, args, kwargs):
     if scope is None:
         if is_compact:
             raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
+        runner = get_runner()
+        if runner is not None and runner.unbound is not None:
+            return runner.unbound(fun, self, method_name, args, kwargs)
         return fun(self, *args, **kwargs)
     state = self._state
     if not state.setup_called:

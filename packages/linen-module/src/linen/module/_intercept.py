@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
+import functools
 from collections.abc import Callable
+from typing import Any
 
 from linen.core.hookspecs import hookimpl
 from linen.module._dispatch import invalidate_method_wrappers
@@ -17,6 +20,22 @@ from linen.module._dispatch import invalidate_method_wrappers
 _interceptors: contextvars.ContextVar[tuple[Callable, ...]] = contextvars.ContextVar(
     'linen_interceptors', default=()
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class InterceptorContext:
+    """What an interceptor learns about the call it intercepts (Flax's dataclass).
+
+    Attributes:
+      module: the Module whose method is called.
+      method_name: the method's name.
+      orig_method: the method bound to ``module``; ``orig_method(*args, **kwargs)``
+        runs it without the interceptors.
+    """
+
+    module: Any
+    method_name: str
+    orig_method: Callable
 
 
 @contextlib.contextmanager
@@ -46,6 +65,9 @@ def intercept_methods(interceptor: Callable):
 
 
 def _run_interceptors(next_fn, args, kwargs, context):
+    context = InterceptorContext(
+        context.module, context.method_name, functools.partial(context.method, context.module)
+    )
     for interceptor in reversed(_interceptors.get()):
         next_fn = _bind(interceptor, next_fn, context)
     return next_fn(*args, **kwargs)
@@ -56,6 +78,10 @@ def _bind(interceptor, next_fn, context):
         return interceptor(next_fn, args, kwargs, context)
 
     return call
+
+
+# Flax runs interceptors for calls on unbound modules too.
+_run_interceptors.wraps_unbound = True  # type: ignore[attr-defined]
 
 
 @hookimpl

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import types
 import typing
 import weakref
 from collections.abc import Callable, Mapping
@@ -177,11 +178,17 @@ class Module:
             raise errors.ReservedModuleAttributeError(own)
         _add_parent_and_name(cls)
         dataclasses.dataclass(cls, frozen=True, repr=False, kw_only=kw_only)  # type: ignore[call-overload]
+        # As in Flax, `dataclasses.fields` lists parent and name after every field a
+        # subclass adds (they are keyword-only, so __init__ does not depend on it).
+        own_fields = cls.__dict__['__dataclass_fields__']
+        for reserved in ('parent', 'name'):
+            own_fields[reserved] = own_fields.pop(reserved)
         # The frozen dataclass writes fields with object.__setattr__ (fast); our
         # own __setattr__ then governs assignment after construction.
         cls.__setattr__ = Module.__setattr__  # type: ignore[method-assign]
         cls.__delattr__ = Module.__delattr__  # type: ignore[method-assign]
         _wrap_methods(cls)
+        _guard_descriptors(cls)
         _check_single_compact(cls)
         cls._field_names = tuple(  # type: ignore[attr-defined]
             f.name for f in dataclasses.fields(cls) if f.init and f.name not in ('parent', 'name')
@@ -349,19 +356,17 @@ class Module:
     # -- variables -------------------------------------------------------------
 
     def _bound_scope(self, what: str) -> Scope:
+        """The scope, or UnboundModuleError whose text starts as Flax's ``ValueError``."""
         scope = self.scope
         if scope is None:
-            raise errors.LinenError(
-                f"Can't {what} on an unbound {type(self).__name__}: it has no variables. Call "
-                'it inside `init`/`apply`, or bind it with `module.bind(variables)`.'
-            )
+            raise errors.UnboundModuleError(f"Can't {what}", type(self).__name__)
         return scope
 
     def param(self, name: str, init_fn: Callable, *init_args, unbox: bool = True, **init_kwargs):
         """A parameter in collection ``params``, created with ``init_fn(rng, *init_args)``."""
         scope = self.scope
         if scope is None:
-            scope = self._bound_scope(f'create parameter "{name}"')
+            scope = self._bound_scope(f'create parameter "{name}" on unbound modules')
         if name in self._state.children and not isinstance(self._state.children[name], str):
             raise errors.NameInUseError('param', name, type(self).__name__)
         return scope.param(name, init_fn, *init_args, unbox=unbox, **init_kwargs)
@@ -376,42 +381,48 @@ class Module:
         **init_kwargs,
     ) -> Variable:
         """A :class:`Variable` of collection ``col``, created with ``init_fn(*init_args)``."""
-        scope = self._bound_scope(f'create variable "{col}/{name}"')
+        scope = self._bound_scope(f'create variable "{col}/{name}" on unbound modules')
         if name in self._state.children and not isinstance(self._state.children[name], str):
             raise errors.NameInUseError('variable', name, type(self).__name__)
         return scope.variable(col, name, init_fn, *init_args, unbox=unbox, **init_kwargs)
 
     def has_variable(self, col: str, name: str) -> bool:
-        return self._bound_scope('query variables').has_variable(col, name)
+        return self._bound_scope('access variables on unbound modules').has_variable(col, name)
 
     def get_variable(self, col: str, name: str, default: Any = None) -> Any:
-        return self._bound_scope('read variables').get_variable(col, name, default)
+        return self._bound_scope('access variables on unbound modules').get_variable(
+            col, name, default
+        )
 
     def put_variable(self, col: str, name: str, value: Any) -> None:
-        self._bound_scope('write variables').put_variable(col, name, value)
+        self._bound_scope('access variables on unbound modules').put_variable(col, name, value)
 
     def has_rng(self, name: str) -> bool:
-        return self._bound_scope('query rngs').has_rng(name)
+        return self._bound_scope('query for RNGs on unbound modules').has_rng(name)
 
     def make_rng(self, name: str = 'params') -> jax.Array:
         """The next key of stream ``name``; falls back to ``'params'`` when it was not given."""
-        return self._bound_scope(f'make an rng for "{name}"').make_rng(name)
+        return self._bound_scope('use RNGs on unbound modules').make_rng(name)
 
     def is_mutable_collection(self, col: str) -> bool:
-        return self._bound_scope('query collections').is_mutable_collection(col)
+        return self._bound_scope('check mutability on unbound modules').is_mutable_collection(col)
 
     def is_initializing(self) -> bool:
         """True inside ``init``/``init_with_output``."""
-        return bool(self._bound_scope('query initialization').flags.get('initializing', False))
+        return bool(
+            self._bound_scope('check if running under init() on unbound modules').flags.get(
+                'initializing', False
+            )
+        )
 
     @property
     def variables(self) -> dict[str, Any]:
         """``{collection: {name: value}}`` of this module and below."""
-        return self._bound_scope('read variables').variables()
+        return self._bound_scope('access variables on unbound modules').variables()
 
     @property
     def path(self) -> tuple[str, ...]:
-        return self._bound_scope('read the path').path
+        return self._bound_scope('access module paths on unbound modules.').path
 
     def sow(
         self,
@@ -422,7 +433,7 @@ class Module:
         init_fn: Callable = lambda: (),
     ) -> bool:
         """Add ``value`` to ``col/name`` if ``col`` is mutable; returns whether it was stored."""
-        scope = self._bound_scope(f'sow "{col}/{name}"')
+        scope = self._bound_scope('store variables on unbound modules')
         if not scope.is_mutable_collection(col):
             return False
         if scope.has_variable(col, name):
@@ -436,7 +447,7 @@ class Module:
 
     def perturb(self, name: str, value: Any, collection: str = 'perturbations') -> Any:
         """Add a zero-initialised variable to ``value`` so its gradient can be taken."""
-        scope = self._bound_scope(f'perturb "{name}"')
+        scope = self._bound_scope('store variables on unbound modules')
         if scope.is_mutable_collection(collection) and not scope.has_variable(collection, name):
             scope.reserve(name, collection)
             self._state.children[name] = collection
@@ -597,6 +608,34 @@ class Module:
             **kwargs,
         )[1]
 
+    def module_paths(
+        self,
+        rngs: Any,
+        *args,
+        show_repeated: bool = False,
+        mutable: Filter = DenyList('intermediates'),
+        **kwargs,
+    ) -> dict[str, Module]:
+        """``{path: unbound copy}`` of the Modules that run in ``init(rngs, *args)``.
+
+        Runs under ``jax.eval_shape`` (no FLOPs, no memory); the root's path is
+        ``''``. ``show_repeated`` is accepted for Flax's signature: a path maps to
+        one Module either way.
+
+        >>> import jax, jax.numpy as jnp, linen.nn as nn
+        >>> class Foo(nn.Module):
+        ...     @nn.compact
+        ...     def __call__(self, x):
+        ...         return nn.Dense(2)(nn.Dense(4)(x))
+        >>> paths = Foo().module_paths(jax.random.key(0), jnp.ones((1, 3)))
+        >>> {p: type(m).__name__ for p, m in sorted(paths.items())}
+        {'': 'Foo', 'Dense_0': 'Dense', 'Dense_1': 'Dense'}
+        """
+        from linen.module._paths import module_paths
+
+        del show_repeated
+        return module_paths(self, rngs, *args, mutable=mutable, **kwargs)
+
     def lazy_init(
         self,
         rngs: Any,
@@ -693,6 +732,64 @@ def _check_single_compact(cls: type) -> None:
 
 
 _BASE_NAMES = frozenset(k for k in Module.__dict__ if not k.startswith('__'))
+
+
+class _GuardedDescriptor:
+    """A property (or custom descriptor) of a Module class whose getter may fail.
+
+    An ``AttributeError`` raised inside a getter would make Python fall back to
+    ``Module.__getattr__`` and report the property itself as missing; here it
+    becomes :class:`~linen.core.errors.DescriptorAttributeError` naming the
+    attribute the getter failed on, as Flax reports it.
+    """
+
+    def __init__(self, descriptor: Any, name: str):
+        self.wrapped = descriptor
+        self.name = name
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        try:
+            return self.wrapped.__get__(obj, objtype)
+        except AttributeError as exc:
+            if obj is None:
+                raise
+            raise errors.DescriptorAttributeError(type(obj).__name__, self.name, str(exc)) from exc
+
+    def __set_name__(self, owner: Any, name: str) -> None:
+        set_name = getattr(self.wrapped, '__set_name__', None)
+        if set_name is not None:
+            set_name(owner, name)
+
+    def __getattr__(self, name: str) -> Any:
+        # fget, __doc__, __isabstractmethod__, ... of the wrapped descriptor
+        return getattr(self.wrapped, name)
+
+
+class _GuardedDataDescriptor(_GuardedDescriptor):
+    def __set__(self, obj: Any, value: Any) -> None:
+        self.wrapped.__set__(obj, value)
+
+    def __delete__(self, obj: Any) -> None:
+        self.wrapped.__delete__(obj)
+
+
+def _guard_descriptors(cls: type) -> None:
+    for name, value in list(cls.__dict__.items()):
+        if name.startswith('__') or isinstance(
+            value, (types.FunctionType, staticmethod, classmethod, type, _GuardedDescriptor)
+        ):
+            continue
+        if not hasattr(type(value), '__get__') or isinstance(value, dataclasses.Field):
+            continue
+        if not isinstance(value, (property, functools.cached_property)) and (
+            type(value).__module__ == 'builtins'
+        ):
+            continue  # builtin method descriptors and the like
+        if hasattr(type(value), '__set__') or hasattr(type(value), '__delete__'):
+            guard = _GuardedDataDescriptor(value, name)
+        else:
+            guard = _GuardedDescriptor(value, name)
+        type.__setattr__(cls, name, guard)
 
 
 class _NameScope(Module):

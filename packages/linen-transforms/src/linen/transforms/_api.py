@@ -9,7 +9,7 @@ from typing import Any
 from linen.core import errors
 from linen.module.dispatch import call_wrapped_method, field_names
 from linen.transforms import _autodiff, _control, _jit, _remat, _scan, _variables, _vmap
-from linen.transforms._module_lift import _checked_return, _mark, lift
+from linen.transforms._module_lift import _check_returns, _mark, lift
 
 broadcast = _scan.broadcast
 
@@ -252,8 +252,9 @@ def _module_key(module, labelled: bool):
 
 
 def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dict) -> Callable:
+
     def body(module, inner_scope, *args, **kwargs):
-        return _checked_return(
+        return _check_returns(
             runner(module.clone(parent=inner_scope), *args, **kwargs), method_name
         )
 

@@ -16,24 +16,22 @@ import jax
 
 from linen.core import Variable, errors
 from linen.module import Module
-from linen.module.dispatch import call_wrapped_method, mark_dispatched
+from linen.module.dispatch import call_wrapped_method
 
 # make_lifted(body) -> lifted(scope, *args, **kwargs); body(scope, *args, **kwargs)
 MakeLifted = Callable[[Callable], Callable]
 
 
-def _checked_return(out: Any, method_name: str) -> Any:
-    # A Module or Variable cannot leave a transform (JAX would fail on it with a
-    # message about invalid JAX types); say what is wrong in linen's terms.
-    if any(isinstance(leaf, (Module, Variable)) for leaf in jax.tree_util.tree_leaves(out)):
-        raise errors.TransformedMethodReturnValueError(method_name)
-    return out
+def _check_returns(y: Any, method_name: str) -> Any:
+    """Modules and Variables cannot leave a transform (their scope ends there), as in Flax."""
+    for leaf in jax.tree_util.tree_leaves(y, is_leaf=_is_module_or_variable):
+        if _is_module_or_variable(leaf):
+            raise errors.TransformedMethodReturnValueError(method_name)
+    return y
 
 
-def _mark(fn: Callable) -> Callable:
-    # The dispatcher must not wrap these: the call inside the transform goes
-    # through it, on the clone.
-    return mark_dispatched(fn)
+def _is_module_or_variable(x: Any) -> bool:
+    return isinstance(x, (Module, Variable))
 
 
 def lift_method(fn: Callable, make_lifted: MakeLifted) -> Callable:
@@ -49,8 +47,8 @@ def lift_method(fn: Callable, make_lifted: MakeLifted) -> Callable:
 
         def body(inner_scope, *a, **k):
             clone = self.clone(parent=inner_scope)
-            out = call_wrapped_method(clone, fn, method_name, is_compact, a, k)
-            return _checked_return(out, method_name)
+            y = call_wrapped_method(clone, fn, method_name, is_compact, a, k)
+            return _check_returns(y, method_name)
 
         return make_lifted(body)(scope, *args, **kwargs)
 
@@ -83,7 +81,7 @@ def _class_method(orig: Callable, method_name: str, make_lifted: MakeLifted) -> 
             raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
 
         def body(inner_scope, *a, **k):
-            return _checked_return(orig(self.clone(parent=inner_scope), *a, **k), method_name)
+            return _check_returns(orig(self.clone(parent=inner_scope), *a, **k), method_name)
 
         return make_lifted(body)(scope, *args, **kwargs)
 

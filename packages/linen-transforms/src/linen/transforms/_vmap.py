@@ -54,46 +54,67 @@ def vmap(
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
 
-    def wrapper(scope, *args, **kwargs):
-        groups = _pack.group_variables(_pack.gather_variables(scope), filters)
-        groups = tuple(
-            _pack.remove_axis(g, ax, metadata_params) if ax is not None else g
-            for g, ax in zip(groups, var_axes)
-        )
-        keys, paths = _pack.rng_keys(scope)
-        split = {k: v for k, v in keys.items() if any(in_filter(f, k) for f in split_filter)}
-        bcast = {k: v for k, v in keys.items() if k not in split}
+    def wrapper(scope_or_scopes, *args, **kwargs):
+        # Flax's multi-scope form: a tuple (or list) of scopes is lifted together
+        # and ``fn`` receives the inner scopes in the same container.
+        multi = isinstance(scope_or_scopes, (tuple, list))
+        scopes = tuple(scope_or_scopes) if multi else (scope_or_scopes,)
+        all_groups, all_split, all_bcast, all_paths = [], [], [], []
+        for scope in scopes:
+            groups = _pack.group_variables(_pack.gather_variables(scope), filters)
+            all_groups.append(
+                tuple(
+                    _pack.remove_axis(g, ax, metadata_params) if ax is not None else g
+                    for g, ax in zip(groups, var_axes)
+                )
+            )
+            keys, paths = _pack.rng_keys(scope)
+            all_split.append(
+                {k: v for k, v in keys.items() if any(in_filter(f, k) for f in split_filter)}
+            )
+            all_bcast.append({k: v for k, v in keys.items() if k not in all_split[-1]})
+            all_paths.append(paths)
         size = axis_size
-        if split and size is None:
+        if any(all_split) and size is None:
             size = _infer_axis_size(args, in_axes)
             if size is None:
                 raise TransformAxisSizeError('vmap')
-        if split:
-            split = {k: jax.random.split(v, size) for k, v in split.items()}
+        all_split = [{k: jax.random.split(v, size) for k, v in sp.items()} for sp in all_split]
 
-        def inner(groups, split_keys, args):
-            variables = {c: v for g in groups for c, v in g.items()}
-            inner_scope = _pack.make_inner_scope(
-                scope, variables, _pack.streams({**bcast, **split_keys}, paths)
-            )
-            y = fn(inner_scope, *args, **kwargs)
-            return y, _pack.inner_mutated(inner_scope, filters)
+        def inner(groups_per_scope, split_per_scope, args):
+            inner_scopes, mutated = [], []
+            for scope, groups, split_keys, bcast, paths in zip(
+                scopes, groups_per_scope, split_per_scope, all_bcast, all_paths
+            ):
+                variables = {c: v for g in groups for c, v in g.items()}
+                inner_scopes.append(
+                    _pack.make_inner_scope(
+                        scope, variables, _pack.streams({**bcast, **split_keys}, paths)
+                    )
+                )
+            if multi:
+                y = fn(type(scope_or_scopes)(inner_scopes), *args, **kwargs)
+            else:
+                y = fn(inner_scopes[0], *args, **kwargs)
+            mutated = tuple(_pack.inner_mutated(s, filters) for s in inner_scopes)
+            return y, mutated
 
         y, mutated = jax.vmap(
             inner,
-            in_axes=(var_axes, 0, in_axes),
-            out_axes=(out_axes, var_axes),
+            in_axes=((var_axes,) * len(scopes), 0, in_axes),
+            out_axes=(out_axes, (var_axes,) * len(scopes)),
             axis_size=size,
             axis_name=axis_name,
             spmd_axis_name=spmd_axis_name,
-        )(groups, split, args)
-        # Boxes are told even without metadata_params: a Partitioned box then raises
-        # PartitioningUnspecifiedError, as in Flax.
-        mutated = tuple(
-            _pack.add_axis(g, ax, metadata_params) if ax is not None else g
-            for g, ax in zip(mutated, var_axes)
-        )
-        _pack.write_back(scope, mutated)
+        )(tuple(all_groups), tuple(all_split), args)
+        for scope, groups in zip(scopes, mutated):
+            # Boxes are told even without metadata_params: a Partitioned box then
+            # raises PartitioningUnspecifiedError, as in Flax.
+            groups = tuple(
+                _pack.add_axis(g, ax, metadata_params) if ax is not None else g
+                for g, ax in zip(groups, var_axes)
+            )
+            _pack.write_back(scope, groups)
         return y
 
     return wrapper

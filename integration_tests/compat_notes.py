@@ -1,0 +1,175 @@
+"""Notes of the compatibility table (docs/differences.md) for rows that are not plain
+"supported"; read by ``test_flax_compat_table.py`` when it regenerates the table."""
+
+from __future__ import annotations
+
+IN_PROGRESS = 'being added by the layers part of issue 11'
+NNX = 'an NNX or checkpointing switch; linen has no NNX and no Orbax integration'
+
+NOTES: dict[str, dict[str, tuple[str, str]]] = {
+    'flax.linen': {
+        **{
+            n: ('not supported', IN_PROGRESS)
+            for n in (
+                'Fp8DirectDotGeneralOp',
+                'Fp8DotGeneral',
+                'Fp8DotGeneralOp',
+                'Fp8Einsum',
+                'NANOOFp8DotGeneralOp',
+                'fp8_ops',
+                'attention',
+                'batch_apply',
+                'combinators',
+                'linear',
+                'normalization',
+                'pooling',
+                'recurrent',
+                'spmd',
+                'stochastic',
+                'summary',
+            )
+        },
+        'kw_only_dataclasses': (
+            'not supported',
+            "Flax's private backport of `kw_only` for Python < 3.10; linen needs 3.11 and "
+            'uses `dataclasses.KW_ONLY`/`field(kw_only=True)` directly (Flax semantics).',
+        ),
+        'jit': (
+            'differs',
+            'the parameters a key gives do not change under `nn.jit` (Flax documents that '
+            'they do); retraces when fields, static args, scope structure or profiling '
+            'labels change. Modules as arguments: not yet.',
+        ),
+        'remat': (
+            'differs',
+            "`static_argnums` count `self` as Flax's; `static_call_argnums` (new) count the "
+            'call; `static_argnums=(0,)` raises; negative indices count from the end.',
+        ),
+        'checkpoint': ('differs', 'same as `remat`.'),
+        'scan': (
+            'differs',
+            '`check_constancy_invariants` is not accepted yet; a body writing a collection no '
+            'scan rule covers raises `ScanCollectionError` (Flax drops the write).',
+        ),
+        'Module': (
+            'differs',
+            '`parent`/`name` are keyword-only (Flax takes them positionally after the fields, '
+            'so a stray positional argument becomes `parent`; here it is a TypeError).',
+        ),
+        'enable_named_call': (
+            'differs',
+            'context-local (per thread/asyncio task) and takes effect at once.',
+        ),
+        'disable_named_call': ('differs', 'same as `enable_named_call`.'),
+        'override_named_call': ('differs', 'same as `enable_named_call`.'),
+        'intercept_methods': (
+            'supported',
+            "fires on unbound modules too; context is Flax's `InterceptorContext`.",
+        ),
+        'tabulate': ('supported', 'provided by linen-profiling.'),
+    },
+    'flax.core': {
+        **{
+            n: ('differs', 'in `linen.transforms.lift` (linen-core imports no other distribution).')
+            for n in (
+                'broadcast',
+                'custom_vjp',
+                'jit',
+                'jvp',
+                'remat',
+                'scan',
+                'vjp',
+                'vmap',
+                'while_loop',
+            )
+        },
+        'lift': (
+            'differs',
+            '`linen.transforms.lift` (linen-core imports no other distribution).',
+        ),
+        'remat_scan': (
+            'differs',
+            '`linen.transforms.remat_scan` (Module-level); no functional `lift.remat_scan`.',
+        ),
+        'axes_scan': (
+            'not supported',
+            "Flax's internal scan over axes; `lift.scan` covers the user-facing need.",
+        ),
+        'partial_eval': ('not supported', "a re-export of JAX's internal partial evaluation."),
+        'tracers': ('not supported', "Flax's internal trace-level helpers."),
+        'check_trace_level': ('not supported', "Flax's internal trace-level check."),
+        'current_trace': ('not supported', "Flax's internal trace-level helper."),
+        'map_axis_meta': (
+            'not supported',
+            'use `linen.core.meta.add_axis`/`remove_axis` (a tree map over boxed leaves).',
+        ),
+        'Scope': (
+            'differs',
+            "Flax's constructor arguments; `path` only names the scope (variables are the "
+            "scope's own, as in Flax); `push(fn, ...)` is also `child(fn, ...)`.",
+        ),
+    },
+    'flax.core.lift': {
+        'CountsHolder': ('not supported', "internal to Flax's lifting."),
+        'TransformContext': ('not supported', "internal to Flax's lifting."),
+        'id_fn': ('not supported', 'an internal identity helper.'),
+        'pack': (
+            'not supported',
+            "Flax's generic lifting primitive; linen lifts each transform directly. Every "
+            'public `lift.*` transform is provided.',
+        ),
+        'remat_scan': ('not supported', 'use `linen.transforms.remat_scan` on Modules.'),
+        'set_from_dict': ('not supported', "internal to Flax's lifting."),
+        'swap_collection': ('not supported', "internal to Flax's lifting."),
+        'tree_map_rngs': ('not supported', "internal to Flax's lifting."),
+        'vmap': ('supported', 'also over a tuple of scopes, as Flax.'),
+        **{
+            n: ('differs', 'a single scope only (Flax also takes a tuple of scopes).')
+            for n in ('jit', 'scan', 'checkpoint', 'remat', 'cond', 'switch', 'while_loop')
+        },
+        'checkpoint': (
+            'differs',
+            "a single scope only; `static_argnums` count the arguments after the scope, as Flax's.",
+        ),
+    },
+    'flax.core.scope': {
+        'child_rng_token': ('not supported', "internal to Flax's rng bookkeeping."),
+        'no_flag': ('not supported', "internal sentinel of Flax's scope flags."),
+        'LazyRng': ('supported', "the same object as linen's rng stream (`RngStream`)."),
+    },
+    'flax.serialization': {
+        'is_serializable': ('not supported', 'not provided yet; use `to_state_dict`.'),
+    },
+    'flax.configurations': {
+        'Config': (
+            'differs',
+            '`update` takes effect at once and tells listeners; flags read `LINEN_*` or '
+            '`FLAX_*` environment variables; each flag also has a `linen_` name.',
+        ),
+        'config.flax_filter_frames': (
+            'differs',
+            "accepted; linen's frames are not hidden (that needs JAX's private traceback API).",
+        ),
+        'config.flax_max_repr_depth': (
+            'differs',
+            'limits the nesting of Module reprs (in Flax it affects NNX reprs only).',
+        ),
+        'config.flax_profile': (
+            'differs',
+            'takes effect at once (Flax reads it at import).',
+        ),
+        **{
+            n: ('not supported', NNX)
+            for n in (
+                'config.flax_always_shard_variable',
+                'config.flax_array_ref',
+                'config.flax_hijax_variable',
+                'config.flax_pytree_module',
+                'config.nnx_graph_mode',
+                'config.nnx_graph_updates',
+                'config.flax_use_orbax_checkpointing',
+            )
+        },
+        'config.flax_use_flaxlib': ('not supported', "switches Flax's C++ helpers (flaxlib)."),
+    },
+}

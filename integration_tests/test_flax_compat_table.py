@@ -1,0 +1,160 @@
+"""The compatibility table of docs/differences.md covers every public Flax name.
+
+The names come from Flax itself (``dir()`` of each module, filtered to what the
+module defines or, for the ``flax.linen``/``flax.core`` facades, re-exports from
+Flax or JAX). Each must have a row; a row marked supported or differs must name
+something linen really has.
+
+Regenerate the rows (keeping the notes below) with
+``python integration_tests/test_flax_compat_table.py``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+import sys
+import types
+import typing
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip('flax')
+pytestmark = pytest.mark.flax
+
+DOC = Path(__file__).resolve().parent.parent / 'docs' / 'differences.md'
+BEGIN = '<!-- compat-table:begin -->'
+END = '<!-- compat-table:end -->'
+
+# Flax module -> where linen has its names.
+NAMESPACES = {
+    'flax.linen': 'linen.nn',
+    'flax.core': 'linen.core',
+    'flax.core.lift': 'linen.transforms.lift',
+    'flax.core.meta': 'linen.core.meta',
+    'flax.core.scope': 'linen.core.scope',
+    'flax.struct': 'linen.core.struct',
+    'flax.serialization': 'linen.core.serialization',
+    'flax.traverse_util': 'linen.core.traverse_util',
+    'flax.configurations': 'linen.core.config',
+}
+FACADES = {'flax.linen', 'flax.core'}
+
+
+def flax_public_names(modname: str) -> list[str]:
+    """The public names of a Flax module (the rule the table is checked against)."""
+    module = importlib.import_module(modname)
+    names = []
+    for name in dir(module):
+        if name.startswith('_'):
+            continue
+        value = getattr(module, name)
+        if isinstance(value, typing.TypeVar):
+            continue
+        if isinstance(value, types.ModuleType):
+            if value.__name__.startswith(modname + '.'):
+                names.append(name)
+            continue
+        origin = getattr(value, '__module__', None) or ''
+        if modname in FACADES:
+            if origin.startswith('flax') or (origin.startswith('jax') and modname == 'flax.linen'):
+                names.append(name)
+        elif origin == modname:
+            names.append(name)
+    if modname == 'flax.configurations':
+        import flax
+
+        flags = [f'config.{n}' for n in dir(flax.config) if n.startswith(('flax_', 'nnx_'))]
+        names = [n for n in names if n == 'Config']
+        names += ['config.update', 'config.temp_flip_flag'] + flags
+    return sorted(names)
+
+
+def linen_has(linen_module: str, name: str) -> bool:
+    obj: typing.Any = importlib.import_module(linen_module)
+    for part in name.split('.'):
+        if not hasattr(obj, part):
+            return False
+        obj = getattr(obj, part)
+    return True
+
+
+def table_rows() -> dict[str, dict[str, str]]:
+    """``{flax module: {name: status}}`` parsed from the table in the docs."""
+    text = DOC.read_text()
+    text = text[text.index(BEGIN) : text.index(END)]
+    rows: dict[str, dict[str, str]] = {}
+    section = None
+    for line in text.splitlines():
+        heading = re.match(r'^### `([\w.]+)`', line)
+        if heading:
+            section = rows.setdefault(heading.group(1), {})
+            continue
+        row = re.match(r'^\| `([\w.]+)` \| (supported|differs|not supported) \|', line)
+        if row and section is not None:
+            section[row.group(1)] = row.group(2)
+    return rows
+
+
+@pytest.mark.parametrize('flax_module', list(NAMESPACES))
+def test_every_flax_public_name_has_a_row(flax_module):
+    rows = table_rows().get(flax_module, {})
+    missing = [n for n in flax_public_names(flax_module) if n not in rows]
+    assert not missing, f'{flax_module} names missing from docs/differences.md: {missing}'
+
+
+def _present_modules():
+    # linen.core.traverse_util comes with another part of issue 11; until it is
+    # merged its rows cannot be checked against linen.
+    for flax_module, linen_module in NAMESPACES.items():
+        if importlib.util.find_spec(linen_module) is not None:
+            yield flax_module
+
+
+@pytest.mark.parametrize('flax_module', list(_present_modules()))
+def test_supported_rows_name_something_linen_has(flax_module):
+    linen_module = NAMESPACES[flax_module]
+    rows = table_rows().get(flax_module, {})
+    wrong = [
+        n
+        for n, status in rows.items()
+        if status != 'not supported'
+        and not linen_has(linen_module, n)
+        # flax.core's transforms live in linen-transforms (core imports no sibling)
+        and not (
+            flax_module == 'flax.core'
+            and (linen_has('linen.transforms.lift', n) or linen_has('linen.transforms', n))
+        )
+    ]
+    assert not wrong, f'{flax_module} rows say supported but linen lacks: {wrong}'
+
+
+def _regenerate() -> None:  # pragma: no cover - a maintenance script
+    sys.path.insert(0, str(DOC.parent.parent / 'integration_tests'))
+    from compat_notes import NOTES as notes
+
+    lines = [BEGIN, '']
+    for flax_module, linen_module in NAMESPACES.items():
+        lines += [f'### `{flax_module}` → `{linen_module}`', '']
+        lines += ['| name | status | notes |', '|---|---|---|']
+        for name in flax_public_names(flax_module):
+            status, note = notes.get(flax_module, {}).get(name, (None, ''))
+            if status is None:
+                here = flax_module == 'flax.traverse_util' or linen_has(linen_module, name)
+                status = 'supported' if here else 'not supported'
+                note = note or ('' if here else 'TODO')
+            lines.append(f'| `{name}` | {status} | {note} |')
+        lines.append('')
+    lines.append(END)
+    text = DOC.read_text()
+    if BEGIN in text:
+        text = text[: text.index(BEGIN)] + '\n'.join(lines) + text[text.index(END) + len(END) :]
+    else:
+        text = text.rstrip() + '\n\n' + '\n'.join(lines) + '\n'
+    DOC.write_text(text)
+
+
+if __name__ == '__main__':  # pragma: no cover
+    _regenerate()
