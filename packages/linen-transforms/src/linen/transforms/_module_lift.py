@@ -22,6 +22,12 @@ from linen.module.dispatch import call_wrapped_method
 MakeLifted = Callable[[Callable], Callable]
 
 
+def _mark(fn: Callable) -> Callable:
+    # The dispatcher must not wrap these: the call inside the transform goes
+    # through it, on the clone.
+    return mark_dispatched(fn)
+
+
 def _check_returns(y: Any, method_name: str) -> Any:
     """Modules and Variables cannot leave a transform (their scope ends there), as in Flax."""
     for leaf in jax.tree_util.tree_leaves(y, is_leaf=_is_module_or_variable):
