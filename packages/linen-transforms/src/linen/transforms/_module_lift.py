@@ -16,7 +16,7 @@ import jax
 
 from linen.core import Variable, errors
 from linen.module import Module
-from linen.module.dispatch import call_wrapped_method
+from linen.module.dispatch import call_wrapped_method, mark_dispatched
 
 # make_lifted(body) -> lifted(scope, *args, **kwargs); body(scope, *args, **kwargs)
 MakeLifted = Callable[[Callable], Callable]
