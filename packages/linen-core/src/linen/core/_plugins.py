@@ -160,7 +160,8 @@ def _load() -> list[_Problem]:
         disabled = _disabled_names()
         loaded: list[tuple[Any, str, str]] = []
         for ep in sorted(_entry_points(), key=lambda e: e.name):
-            dist = ep.dist.name if getattr(ep, 'dist', None) is not None else '<unknown>'
+            ep_dist = getattr(ep, 'dist', None)
+            dist = ep_dist.name if ep_dist is not None else '<unknown>'
             if _is_disabled(ep.name, dist, disabled):
                 continue
             try:
@@ -248,7 +249,7 @@ def register(plugin: Any, name: str | None = None, distribution: str = '<runtime
     that is no hook.
     """
     pm = get_plugin_manager()
-    name = name or getattr(plugin, '__name__', None) or f'plugin-{id(plugin)}'
+    name = str(name or getattr(plugin, '__name__', None) or f'plugin-{id(plugin)}')
     with _lock:
         if _is_disabled(name, distribution, _disabled_names()):
             return name
@@ -272,7 +273,7 @@ def unregister(name_or_plugin: Any) -> None:
         else:
             plugin = name_or_plugin
             name = pm.get_name(plugin)
-        if plugin is None:
+        if plugin is None or name is None:
             return
         pm.unregister(plugin)
         _distributions.pop(name, None)
