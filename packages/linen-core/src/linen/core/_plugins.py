@@ -26,7 +26,7 @@ import threading
 import warnings
 from collections.abc import Callable
 from importlib import metadata
-from typing import Any
+from typing import Any, NamedTuple
 
 import pluggy
 
@@ -138,16 +138,16 @@ def get_plugin_manager() -> pluggy.PluginManager:
             # Re-entered from a plugin module being imported by _load (same thread).
             return _loading
         problems = _load()
-    for message in problems:
-        warn_plugin_problem(message.error, message.category, stacklevel=2)
+    for problem in problems:
+        warn_plugin_problem(problem.error, problem.category, stacklevel=2)
     return _pm  # type: ignore[return-value]
 
 
-class _Problem:
+class _Problem(NamedTuple):
     """A warning to emit once the manager is published (not while holding the lock)."""
 
-    def __init__(self, error: PluginError, category: type[Warning] = PluginWarning):
-        self.error, self.category = error, category
+    error: PluginError
+    category: type[Warning] = PluginWarning
 
 
 def _load() -> list[_Problem]:
