@@ -198,7 +198,7 @@ def test_faulty_plugins_cost_only_their_own_names(probe, plugin_site, needs_modu
     assert 'exploded while listing' in message
     kind, message, cause = by_entry_point['faulty_typo']
     assert kind == 'PluginHookNameWarning'
-    assert "linen_export, which is not a linen hook" in message
+    assert 'linen_export, which is not a linen hook' in message
     assert "Did you mean 'linen_exports'?" in message
     # An unknown name chains the failure of the plugin that may have provided it.
     assert 'faulty_' in result['missing']['message']
