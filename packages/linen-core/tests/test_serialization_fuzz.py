@@ -226,7 +226,8 @@ def test_fuzzed_checkpoints_allocate_no_more_than_their_size_order(monkeypatch, 
         (_record([10**9, 10**9], 'float64', b''), r'needs 8000000000000000000 bytes'),
         (_record([1], 'object', b'\0' * 8), r'Refusing dtype "object"'),
         (_record([1], 'i4,O', b'\0' * 12), r'Unknown dtype "i4,O"'),
-        (_record([1], 'a', b''), r'Refusing dtype "a"'),
+        # a zero-size alias in NumPy < 2.5, gone after: refused either way
+        (_record([1], 'a', b''), r'(Refusing|Unknown) dtype "a"'),
         (_record([1.0], 'float32', b'\0' * 4), r'invalid shape \[1.0\]'),
     ],
 )

@@ -9,6 +9,7 @@ scope into a function of variables.
 from __future__ import annotations
 
 import importlib as _importlib
+from typing import TYPE_CHECKING
 
 from linen.core import errors as errors
 from linen.core.__about__ import __version__ as __version__
@@ -57,6 +58,28 @@ _LAZY = {
     'scope': None,
     'traverse_util': None,
 }
+
+
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
+    from linen.core import frozen_dict as frozen_dict
+    from linen.core import meta as meta
+    from linen.core import serialization as serialization
+    from linen.core import spmd as spmd
+    from linen.core import struct as struct
+    from linen.core.frozen_dict import FrozenDict as FrozenDict
+    from linen.core.frozen_dict import copy as copy
+    from linen.core.frozen_dict import freeze as freeze
+    from linen.core.frozen_dict import pop as pop
+    from linen.core.frozen_dict import pretty_repr as pretty_repr
+    from linen.core.frozen_dict import unfreeze as unfreeze
+    from linen.core.meta import PARTITION_NAME as PARTITION_NAME
+    from linen.core.meta import AxisMetadata as AxisMetadata
+    from linen.core.meta import Partitioned as Partitioned
+    from linen.core.meta import get_partition_spec as get_partition_spec
+    from linen.core.meta import get_sharding as get_sharding
+    from linen.core.meta import replace_boxed as replace_boxed
+    from linen.core.meta import unbox as unbox
+    from linen.core.meta import with_partitioning as with_partitioning
 
 __all__ = [
     '__version__',

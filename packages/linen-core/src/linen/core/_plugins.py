@@ -26,7 +26,7 @@ import threading
 import warnings
 from collections.abc import Callable
 from importlib import metadata
-from typing import Any
+from typing import Any, NamedTuple
 
 import pluggy
 
@@ -138,16 +138,16 @@ def get_plugin_manager() -> pluggy.PluginManager:
             # Re-entered from a plugin module being imported by _load (same thread).
             return _loading
         problems = _load()
-    for message in problems:
-        warn_plugin_problem(message.error, message.category, stacklevel=2)
+    for problem in problems:
+        warn_plugin_problem(problem.error, problem.category, stacklevel=2)
     return _pm  # type: ignore[return-value]
 
 
-class _Problem:
+class _Problem(NamedTuple):
     """A warning to emit once the manager is published (not while holding the lock)."""
 
-    def __init__(self, error: PluginError, category: type[Warning] = PluginWarning):
-        self.error, self.category = error, category
+    error: PluginError
+    category: type[Warning] = PluginWarning
 
 
 def _load() -> list[_Problem]:
@@ -160,7 +160,8 @@ def _load() -> list[_Problem]:
         disabled = _disabled_names()
         loaded: list[tuple[Any, str, str]] = []
         for ep in sorted(_entry_points(), key=lambda e: e.name):
-            dist = ep.dist.name if getattr(ep, 'dist', None) is not None else '<unknown>'
+            ep_dist = getattr(ep, 'dist', None)
+            dist = ep_dist.name if ep_dist is not None else '<unknown>'
             if _is_disabled(ep.name, dist, disabled):
                 continue
             try:
@@ -248,7 +249,7 @@ def register(plugin: Any, name: str | None = None, distribution: str = '<runtime
     that is no hook.
     """
     pm = get_plugin_manager()
-    name = name or getattr(plugin, '__name__', None) or f'plugin-{id(plugin)}'
+    name = str(name or getattr(plugin, '__name__', None) or f'plugin-{id(plugin)}')
     with _lock:
         if _is_disabled(name, distribution, _disabled_names()):
             return name
@@ -272,7 +273,7 @@ def unregister(name_or_plugin: Any) -> None:
         else:
             plugin = name_or_plugin
             name = pm.get_name(plugin)
-        if plugin is None:
+        if plugin is None or name is None:
             return
         pm.unregister(plugin)
         _distributions.pop(name, None)

@@ -59,12 +59,12 @@ __all__ = [
 ]
 
 
-def _restore_error(cls: type, args: tuple, state: dict) -> BaseException:
+def _restore_error(cls: type[BaseException], args: tuple, state: dict) -> BaseException:
     # Subclasses take their own constructor arguments (a plugin name, a shape, ...),
     # not the message, so unpickling rebuilds the instance without calling __init__.
     err = cls.__new__(cls, *args)
     err.args = args
-    err.__dict__.update(state)
+    vars(err).update(state)
     return err
 
 

@@ -38,3 +38,4 @@ def linen_exports() -> Mapping[str, Any]:
     ``import linen.nn`` stays cheap. A name contributed by two distributions raises
     :class:`~linen.core.errors.PluginExportConflictError` naming both.
     """
+    raise NotImplementedError  # a specification: plugins implement it

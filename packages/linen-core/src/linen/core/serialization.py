@@ -173,22 +173,23 @@ def _restore_leaf(target: Any, state: Any) -> Any:
         # typed key: wrap it with the target's implementation.
         impl = jax.random.key_impl(target)
         try:
-            state = jax.random.wrap_key_data(np.asarray(state), impl=impl)
-        except (TypeError, ValueError) as e:
+            state = jax.random.wrap_key_data(jax.numpy.asarray(state), impl=impl)
+        except Exception as e:  # JAX's error types for bad key data vary by version
             raise InvalidCheckpointError(
                 f'Cannot restore a PRNG key array at path {current_path()} from raw data '
                 f'of shape {tuple(state.shape)} and dtype {state.dtype}: {e}'
             ) from e
-    if not hasattr(state, 'shape') and not isinstance(state, (bool, int, float, complex)):
+    shape = getattr(state, 'shape', None)
+    if shape is None and not isinstance(state, (bool, int, float, complex)):
         raise InvalidCheckpointError(
             f'Expected an array of shape {tuple(target.shape)} at path {current_path()}, '
             f'found a {type(state).__name__}. The checkpoint is corrupt or has a different '
             'structure than the target.'
         )
-    if hasattr(state, 'shape') and tuple(state.shape) != tuple(target.shape):
+    if shape is not None and tuple(shape) != tuple(target.shape):
         raise InvalidCheckpointError(
             f'Shape mismatch at path {current_path()}: the target has shape '
-            f'{tuple(target.shape)} but the checkpoint holds shape {tuple(state.shape)}. '
+            f'{tuple(target.shape)} but the checkpoint holds shape {tuple(shape)}. '
             'Restore into a target built with the same configuration as the checkpoint.'
         )
     return state
@@ -261,7 +262,7 @@ register_serialization_state(tuple, _sequence_to_state, _restore_sequence)
 
 def _is_key_array(x: Any) -> bool:
     dtype = getattr(x, 'dtype', None)
-    return dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+    return dtype is not None and jax.numpy.issubdtype(dtype, jax.dtypes.prng_key)
 
 
 def _key_impl_name(key: Any) -> str:
@@ -302,8 +303,14 @@ def _prepare(x: Any) -> Any:
     return x
 
 
+def _packb(obj: Any, **kwargs: Any) -> bytes:
+    packed = msgpack.packb(obj, **kwargs)
+    assert packed is not None  # packb returns None only when writing to a stream
+    return packed
+
+
 def _pack_array(arr: np.ndarray | np.generic) -> bytes:
-    return msgpack.packb((arr.shape, arr.dtype.name, arr.tobytes()), use_bin_type=True)
+    return _packb((arr.shape, arr.dtype.name, arr.tobytes()), use_bin_type=True)
 
 
 def _ext_pack(x: Any) -> msgpack.ExtType:
@@ -312,7 +319,7 @@ def _ext_pack(x: Any) -> msgpack.ExtType:
     if isinstance(x, np.generic):
         return msgpack.ExtType(_EXT_NPSCALAR, _pack_array(x))
     if type(x) is complex:
-        return msgpack.ExtType(_EXT_NATIVE_COMPLEX, msgpack.packb((x.real, x.imag)))
+        return msgpack.ExtType(_EXT_NATIVE_COMPLEX, _packb((x.real, x.imag)))
     raise TypeError(
         f'Cannot serialize a value of type {type(x).__name__}: checkpoints hold arrays, '
         'NumPy scalars, Python numbers, str, bytes, None and containers of them.'
@@ -329,7 +336,7 @@ def msgpack_serialize(pytree: Any, in_place: bool = False) -> bytes:
     del in_place
     # strict_types: np.float64 subclasses float and must still go through the ext
     # path (as in Flax), not be written as a native double.
-    return msgpack.packb(_prepare(pytree), default=_ext_pack, strict_types=True)
+    return _packb(_prepare(pytree), default=_ext_pack, strict_types=True)
 
 
 _SIZED_DTYPE = re.compile(r'(bytes|str|void)([0-9]{1,12})')
@@ -472,7 +479,7 @@ def _restore_key(node: dict) -> jax.Array:
             f'a "key_data" array, got {type(impl).__name__} and {type(key_data).__name__}.'
         )
     try:
-        return jax.random.wrap_key_data(key_data, impl=impl)
+        return jax.random.wrap_key_data(jax.numpy.asarray(key_data), impl=impl)
     except Exception as e:  # JAX's error types for a bad impl or shape vary by version
         raise InvalidCheckpointError(
             f'Corrupt PRNG key record at path {current_path()}: {type(e).__name__}: {e}'

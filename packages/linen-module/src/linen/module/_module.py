@@ -145,7 +145,20 @@ def _might_hold_modules(value: Any) -> bool:
     return holds
 
 
-class Module:
+if typing.TYPE_CHECKING:
+    # Type checkers and IDEs see Module and its subclasses as dataclasses, so
+    # ``MLP(4, name='mlp')`` has a signature; at run time the base is ``object``.
+    @typing.dataclass_transform(field_specifiers=(dataclasses.field,))
+    class _DataclassLike:
+        # Attributes, not fields: the decorated base itself is no dataclass.
+        scope: Scope | None
+        _state: ModuleState
+
+else:
+    _DataclassLike = object
+
+
+class Module(_DataclassLike):
     """Base class of all neural-network modules; subclasses are dataclasses.
 
     >>> import jax
@@ -164,10 +177,9 @@ class Module:
     """
 
     if typing.TYPE_CHECKING:
-        name: str | None
-        parent: Module | Scope | None
-        scope: Scope | None
-        _state: ModuleState
+        # Keyword-only fields every subclass gets (added by __init_subclass__).
+        parent: Module | Scope | None = dataclasses.field(kw_only=True, default=None)
+        name: str | None = dataclasses.field(kw_only=True, default=None)
 
     # -- class creation --------------------------------------------------------
 

@@ -8,6 +8,7 @@ loading the report machinery.
 from __future__ import annotations
 
 import importlib as _importlib
+from typing import TYPE_CHECKING
 
 from linen.profiling.__about__ import __version__ as __version__
 
@@ -45,6 +46,24 @@ _LOCATION = {
     'TimeRow': 'linen.profiling._trace',
     'profile': 'linen.profiling._trace',
 }
+
+
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
+    from linen.profiling._costs import CostRow as CostRow
+    from linen.profiling._costs import ModuleCosts as ModuleCosts
+    from linen.profiling._costs import module_costs as module_costs
+    from linen.profiling._hlo import module_path_from_op_name as module_path_from_op_name
+    from linen.profiling._hlo import strip_metadata as strip_metadata
+    from linen.profiling._named_call import named_call as named_call
+    from linen.profiling._naming import default_profiling_name as default_profiling_name
+    from linen.profiling._state import disable_named_call as disable_named_call
+    from linen.profiling._state import enable_named_call as enable_named_call
+    from linen.profiling._state import is_named_call_enabled as is_named_call_enabled
+    from linen.profiling._state import override_named_call as override_named_call
+    from linen.profiling._tabulate import tabulate as tabulate
+    from linen.profiling._trace import ModuleTimes as ModuleTimes
+    from linen.profiling._trace import TimeRow as TimeRow
+    from linen.profiling._trace import profile as profile
 
 __all__ = ['__version__', *sorted(_LOCATION)]
 

@@ -10,6 +10,7 @@ lift to a Module class or method, and ``_api.py`` is the ``linen.nn`` surface.
 from __future__ import annotations
 
 import importlib as _importlib
+from typing import TYPE_CHECKING
 
 from linen.transforms.__about__ import __version__ as __version__
 
@@ -36,6 +37,28 @@ _LOCATION = {
     'vmap': 'linen.transforms._api',
     'while_loop': 'linen.transforms._api',
 }
+
+
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
+    from linen.transforms import lift as lift
+    from linen.transforms._api import add_metadata_axis as add_metadata_axis
+    from linen.transforms._api import broadcast as broadcast
+    from linen.transforms._api import checkpoint as checkpoint
+    from linen.transforms._api import cond as cond
+    from linen.transforms._api import custom_vjp as custom_vjp
+    from linen.transforms._api import fold_rngs as fold_rngs
+    from linen.transforms._api import grad as grad
+    from linen.transforms._api import jit as jit
+    from linen.transforms._api import jvp as jvp
+    from linen.transforms._api import map_variables as map_variables
+    from linen.transforms._api import remat as remat
+    from linen.transforms._api import remat_scan as remat_scan
+    from linen.transforms._api import scan as scan
+    from linen.transforms._api import switch as switch
+    from linen.transforms._api import value_and_grad as value_and_grad
+    from linen.transforms._api import vjp as vjp
+    from linen.transforms._api import vmap as vmap
+    from linen.transforms._api import while_loop as while_loop
 
 __all__ = ['__version__', *sorted(_LOCATION)]
 
