@@ -419,10 +419,18 @@ class IncorrectPostInitOverrideError(LinenError):
 class DescriptorAttributeError(LinenError):
     """An attribute error raised inside a property or descriptor of a Module.
 
-    >>> class Foo(nn.Module):  # doctest: +SKIP
+    >>> class Foo(nn.Module):
     ...     @property
     ...     def prop(self):
     ...         return self.missing  # AttributeError inside the getter
+    ...
+    ...     @nn.compact
+    ...     def __call__(self):
+    ...         return self.prop
+    >>> Foo().init(jax.random.key(0))
+    Traceback (most recent call last):
+    ...
+    DescriptorAttributeError: ...
     """
 
     def __init__(self, module_cls: str = '', descriptor: str = '', cause: str = ''):
@@ -440,7 +448,10 @@ class UnboundModuleError(LinenError, ValueError):
 
     Flax raises a plain ``ValueError`` with the same text first.
 
-    >>> nn.Dense(3).variables  # doctest: +SKIP
+    >>> nn.Dense(3).variables
+    Traceback (most recent call last):
+    ...
+    UnboundModuleError: ...
     """
 
     def __init__(self, flax_text: str, module_cls: str = ''):
