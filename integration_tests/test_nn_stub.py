@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import linen.nn as nn
-from linen.nn._hints import FIRST_PARTY
+from linen.nn._hints import FIRST_PARTY, PROVIDED_BY
 
 ROOT = Path(__file__).resolve().parent.parent
 STUB = ROOT / 'packages/linen-core/src/linen/nn/__init__.pyi'
@@ -80,3 +80,17 @@ def test_every_distribution_ships_py_typed():
     for path in sorted((ROOT / 'packages').glob('*/src/linen/*/')):
         if path.name != '__pycache__':
             assert (path / 'py.typed').is_file(), path
+
+
+def test_install_hints_name_every_first_party_export():
+    # A name missing here would, with its distribution uninstalled, give a bare
+    # AttributeError instead of the pip command that provides it.
+    table = nn._get_table()
+    wrong = {
+        name: entry.distribution
+        for name, entry in table.entries.items()
+        if entry.distribution in FIRST_PARTY
+        and entry.distribution != 'linen-core'
+        and PROVIDED_BY.get(name) != entry.distribution
+    }
+    assert not wrong, f'add these to linen/nn/_hints.py: {wrong}'

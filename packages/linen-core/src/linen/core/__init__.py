@@ -63,9 +63,11 @@ _LAZY = {
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
     from linen.core import frozen_dict as frozen_dict
     from linen.core import meta as meta
+    from linen.core import scope as scope
     from linen.core import serialization as serialization
     from linen.core import spmd as spmd
     from linen.core import struct as struct
+    from linen.core import traverse_util as traverse_util
     from linen.core.frozen_dict import FrozenDict as FrozenDict
     from linen.core.frozen_dict import copy as copy
     from linen.core.frozen_dict import freeze as freeze

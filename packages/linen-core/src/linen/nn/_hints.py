@@ -40,6 +40,7 @@ _NAMES = {
         'add_metadata_axis',
         'broadcast',
         'transforms',
+        'lift',
     ),
     'linen-profiling': (
         'enable_named_call',
@@ -49,6 +50,7 @@ _NAMES = {
         'tabulate',
         'module_costs',
         'profile',
+        'summary',
     ),
     'linen-layers': (
         'PReLU',
@@ -122,6 +124,21 @@ _NAMES = {
         'initializers',
         'activation',
         'dtypes',
+        'Fp8DirectDotGeneralOp',
+        'Fp8DotGeneral',
+        'Fp8DotGeneralOp',
+        'Fp8Einsum',
+        'NANOOFp8DotGeneralOp',
+        'fp8_ops',
+        'linear',
+        'attention',
+        'recurrent',
+        'normalization',
+        'pooling',
+        'stochastic',
+        'combinators',
+        'batch_apply',
+        'partitioning',
     ),
 }
 

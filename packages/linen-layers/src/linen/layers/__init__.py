@@ -16,8 +16,18 @@ __all__ = ['__version__', *sorted(_LOCATION)]
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
     from linen.layers import activation as activation
+    from linen.layers import attention as attention
+    from linen.layers import batch_apply as batch_apply
+    from linen.layers import combinators as combinators
     from linen.layers import dtypes as dtypes
+    from linen.layers import fp8_ops as fp8_ops
     from linen.layers import initializers as initializers
+    from linen.layers import linear as linear
+    from linen.layers import normalization as normalization
+    from linen.layers import partitioning as partitioning
+    from linen.layers import pooling as pooling
+    from linen.layers import recurrent as recurrent
+    from linen.layers import stochastic as stochastic
     from linen.layers._attention import MultiHeadAttention as MultiHeadAttention
     from linen.layers._attention import MultiHeadDotProductAttention as MultiHeadDotProductAttention
     from linen.layers._attention import SelfAttention as SelfAttention
@@ -33,6 +43,11 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and
     from linen.layers._conv import Conv as Conv
     from linen.layers._conv import ConvLocal as ConvLocal
     from linen.layers._conv import ConvTranspose as ConvTranspose
+    from linen.layers._fp8 import Fp8DirectDotGeneralOp as Fp8DirectDotGeneralOp
+    from linen.layers._fp8 import Fp8DotGeneral as Fp8DotGeneral
+    from linen.layers._fp8 import Fp8DotGeneralOp as Fp8DotGeneralOp
+    from linen.layers._fp8 import Fp8Einsum as Fp8Einsum
+    from linen.layers._fp8 import NANOOFp8DotGeneralOp as NANOOFp8DotGeneralOp
     from linen.layers._linear import Dense as Dense
     from linen.layers._linear import DenseGeneral as DenseGeneral
     from linen.layers._linear import Einsum as Einsum

@@ -52,10 +52,24 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and
     from linen.profiling._costs import CostRow as CostRow
     from linen.profiling._costs import ModuleCosts as ModuleCosts
     from linen.profiling._costs import module_costs as module_costs
+    from linen.profiling._costs import phase_of_op_name as phase_of_op_name
+    from linen.profiling._flame import flame_boxes as flame_boxes
+    from linen.profiling._flame import flame_graph as flame_graph
     from linen.profiling._hlo import module_path_from_op_name as module_path_from_op_name
     from linen.profiling._hlo import strip_metadata as strip_metadata
+    from linen.profiling._joined import Report as Report
+    from linen.profiling._joined import ReportDiff as ReportDiff
+    from linen.profiling._labels import label_scope as label_scope
+    from linen.profiling._memory import MemoryRow as MemoryRow
+    from linen.profiling._memory import ModuleMemory as ModuleMemory
+    from linen.profiling._memory import module_memory as module_memory
     from linen.profiling._named_call import named_call as named_call
     from linen.profiling._naming import default_profiling_name as default_profiling_name
+    from linen.profiling._perfetto import perfetto_trace as perfetto_trace
+    from linen.profiling._roofline import DEVICE_PEAKS as DEVICE_PEAKS
+    from linen.profiling._roofline import Roofline as Roofline
+    from linen.profiling._roofline import RooflineRow as RooflineRow
+    from linen.profiling._roofline import roofline as roofline
     from linen.profiling._state import disable_named_call as disable_named_call
     from linen.profiling._state import enable_named_call as enable_named_call
     from linen.profiling._state import is_named_call_enabled as is_named_call_enabled
@@ -64,6 +78,9 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and
     from linen.profiling._trace import ModuleTimes as ModuleTimes
     from linen.profiling._trace import TimeRow as TimeRow
     from linen.profiling._trace import profile as profile
+    from linen.profiling._trace_time import TraceTimeRow as TraceTimeRow
+    from linen.profiling._trace_time import TraceTimes as TraceTimes
+    from linen.profiling._trace_time import trace_times as trace_times
 
 __all__ = ['__version__', *sorted(_LOCATION)]
 
