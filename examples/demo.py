@@ -81,9 +81,9 @@ class ConvBlock(nn.Module):
 
 # Recompute the blocks' activations in the backward pass instead of keeping them:
 # what a real (deeper, wider) CNN does to fit its batch in memory. `train` is static
-# (a Python bool); linen counts static_argnums as the caller writes the call, so it
-# is argument 1 (see docs/differences.md).
-RematConvBlock = nn.remat(ConvBlock, static_argnums=(1,))
+# (a Python bool); static_argnums count `self` as Flax's do, so `__call__(self, x,
+# train)` marks it with 2 (see docs/differences.md).
+RematConvBlock = nn.remat(ConvBlock, static_argnums=(2,))
 
 
 class CNN(nn.Module):

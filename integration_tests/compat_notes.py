@@ -120,6 +120,27 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
         'no_flag': ('not supported', "internal sentinel of Flax's scope flags."),
         'LazyRng': ('supported', "the same object as linen's rng stream (`RngStream`)."),
     },
+    'flax.traverse_util': {
+        **{
+            n: (
+                'not supported',
+                "Flax's deprecated Traversal API (Flax warns on use); use `path_aware_map` "
+                'or `flatten_dict`/`unflatten_dict`, or `ModelParamTraversal`.',
+            )
+            for n in (
+                'Traversal',
+                'TraverseAttr',
+                'TraverseCompose',
+                'TraverseEach',
+                'TraverseFilter',
+                'TraverseId',
+                'TraverseItem',
+                'TraverseMerge',
+                'TraverseTree',
+                't_identity',
+            )
+        },
+    },
     'flax.serialization': {
         'is_serializable': ('not supported', 'not provided yet; use `to_state_dict`.'),
     },

@@ -226,7 +226,16 @@ NAMESPACES = [
     'fp8_ops',
 ]
 
-NAMESPACE_EXTRAS = {'spmd': ['logical_axis_rules', 'set_logical_axis_rules']}
+# nn.spmd also holds the rule setters Flax keeps in flax.core.spmd, and linen's
+# strict-rules switch and its warning class (issue 12).
+NAMESPACE_EXTRAS = {
+    'spmd': [
+        'LogicalAxisRulesWarning',
+        'logical_axis_rules',
+        'set_logical_axis_rules',
+        'strict_logical_rules',
+    ]
+}
 
 
 @pytest.mark.parametrize('namespace', NAMESPACES)

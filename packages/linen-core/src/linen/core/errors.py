@@ -565,9 +565,6 @@ class LazyInitError(LinenError):
             f'are not needed).'
         )
 
-    def __reduce__(self):
-        return (type(self), (self.partial_val,))
-
 
 class PartitioningUnspecifiedError(LinenError):
     """A transform needs ``metadata_params={PARTITION_NAME: ...}`` for boxed parameters."""
