@@ -2,9 +2,10 @@
 
     python3 -m nox -s demo         train a CNN on scikit-learn's digits end to end (examples/demo.py)
     python3 -m nox -s docs         build the MkDocs site into site/ (warnings are errors)
-    python3 -m nox -s tests        the whole suite on the oldest supported JAX (pinned, on
-                                   Python 3.11) and on the newest (Python 3.12); the CUDA
-                                   variant skips without an NVIDIA GPU
+    python3 -m nox -s tests        the whole suite on the newest JAX (Python 3.12) and its
+                                   core on the oldest supported JAX (pinned, Python 3.11);
+                                   the CUDA variant skips without an NVIDIA GPU
+    python3 -m nox -s tests_floor  the whole suite on the oldest supported JAX
     python3 -m nox -s tests_matrix the CPU tests on Python 3.11, 3.12 and 3.13
     python3 -m nox -s lint         ruff check + ruff format --check
     python3 -m nox -s build        wheel + sdist of every distribution into dist/, checked
@@ -41,6 +42,16 @@ JAX_OLDEST = '0.10.0'
 JAX_ENDS = [
     nox.param('3.11', f'jax=={JAX_OLDEST}', id='oldest'),
     nox.param('3.12', 'jax', id='newest'),
+]
+# The whole suite takes about 16 minutes on CI's two cores, so within CI's 25 the
+# newest JAX runs all of it and the pinned floor runs the part every distribution
+# stands on: linen-core's and linen-module's tests (scopes, PRNG rule, serialization,
+# plugins, the Module model) and the range check. `nox -s tests_floor` runs the whole
+# suite on the floor (about 16 minutes more).
+FLOOR_PATHS = [
+    'packages/linen-core/tests',
+    'packages/linen-module/tests',
+    'integration_tests/test_supported_jax.py',
 ]
 
 ROOT = Path(__file__).resolve().parent
@@ -152,12 +163,12 @@ def _has_nvidia_gpu() -> bool:
     return result.returncode == 0 and b'GPU' in result.stdout
 
 
-def _run_tests(session: nox.Session) -> None:
+def _run_tests(session: nox.Session, paths: list[str] | None = None) -> None:
     session.run(
         'python',
         '-m',
         'pytest',
-        *_test_paths(),
+        *(paths or _test_paths()),
         '-q',
         '-n',
         'auto',
@@ -170,10 +181,17 @@ def _run_tests(session: nox.Session) -> None:
 @nox.parametrize('python,jax', JAX_ENDS)
 @nox.parametrize('backend', ['cpu', 'cuda'], ids=['cpu', 'cuda'])
 def tests(session: nox.Session, backend: str, jax: str) -> None:
-    """The whole suite (every distribution, integration tests, docs) at both JAX ends."""
+    """The whole suite on the newest JAX; the core of it on the pinned oldest (FLOOR_PATHS)."""
     if backend == 'cuda' and not _has_nvidia_gpu():
         session.skip('no NVIDIA GPU here (`nvidia-smi -L` failed); the CUDA tests need one')
     _install_workspace(session, backend, jax)
+    _run_tests(session, FLOOR_PATHS if jax.startswith('jax==') else None)
+
+
+@nox.session(python='3.11')
+def tests_floor(session: nox.Session) -> None:
+    """The whole suite on the oldest supported JAX (pinned), outside CI's time budget."""
+    _install_workspace(session, 'cpu', f'jax=={JAX_OLDEST}')
     _run_tests(session)
 
 
