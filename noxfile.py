@@ -45,12 +45,14 @@ JAX_ENDS = [
 ]
 # The whole suite takes about 16 minutes on CI's two cores, so within CI's 25 the
 # newest JAX runs all of it and the pinned floor runs the part every distribution
-# stands on: linen-core's and linen-module's tests (scopes, PRNG rule, serialization,
-# plugins, the Module model) and the range check. `nox -s tests_floor` runs the whole
-# suite on the floor (about 16 minutes more).
+# stands on: linen-core's, linen-module's and linen-transforms' tests (scopes, PRNG
+# rule, serialization, plugins, meshes, the Module model, the lifted transforms) and
+# the range check, about 2.5 minutes. `nox -s tests_floor` runs the whole suite on
+# the floor (about 16 minutes).
 FLOOR_PATHS = [
     'packages/linen-core/tests',
     'packages/linen-module/tests',
+    'packages/linen-transforms/tests',
     'integration_tests/test_supported_jax.py',
 ]
 
