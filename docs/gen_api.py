@@ -110,6 +110,13 @@ def render(
                 # Re-exported JAX functions (activations, initializers) are JAX's to
                 # document; griffe would have to load all of JAX to render them.
                 qualname = getattr(getattr(module, name), '__qualname__', name)
+                # JAX moves its own classes between private modules from release to
+                # release (jax.Array lives in jaxlib._jax on 0.12): name the public path
+                # when there is one, so the page is the same on every supported JAX.
+                import jax
+
+                if getattr(jax, qualname, None) is getattr(module, name):
+                    external = 'jax'
                 lines += [f'### `{module_name}.{name}`', '', f"JAX's `{external}.{qualname}`.", '']
                 continue
             if inspect.ismodule(getattr(module, name)):

@@ -14,7 +14,7 @@ every day, with ``import linen.nn as nn`` in place of ``import flax.linen as nn`
 - at the end: held-out accuracy, the per-module FLOPs/bytes table
   (``linen.profiling.module_costs``), the per-module time table of a real profiler
   trace (``linen.profiling.profile``; the trace folder opens in TensorBoard or
-  XProf), the ``linen.profiling.tabulate`` summary and a PNG of the training
+  XProf), the ``Module.tabulate`` summary and a PNG of the training
   curves, each written under ``--out`` and printed with its path.
 """
 
@@ -339,8 +339,13 @@ def main(argv: list[str] | None = None) -> dict:
     variables = {'params': state.params, 'batch_stats': state.batch_stats}
     costs = lp.module_costs(train_step, state, batch_x, batch_y, dropout_key)
     write_report(out / 'costs.txt', 'FLOPs and bytes per module, one train step', str(costs))
-    summary = lp.tabulate(model, jax.random.key(0), jnp.asarray(batch_x), train=False)
-    write_report(out / 'summary.txt', 'summary (linen.profiling.tabulate)', summary)
+    summary = model.tabulate(
+        jax.random.key(0),
+        jnp.asarray(batch_x),
+        train=False,
+        console_kwargs={'width': 160},  # wide enough for the module paths
+    )
+    write_report(out / 'summary.txt', 'summary (Module.tabulate)', summary)
 
     trace_dir = None
     if args.profile:

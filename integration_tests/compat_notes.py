@@ -171,6 +171,7 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
                 'config.flax_pytree_module',
                 'config.nnx_graph_mode',
                 'config.nnx_graph_updates',
+                'config.nnx_sow_capture_noop',
                 'config.flax_use_orbax_checkpointing',
             )
         },
