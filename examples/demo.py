@@ -14,8 +14,11 @@ every day, with ``import linen.nn as nn`` in place of ``import flax.linen as nn`
 - at the end: held-out accuracy, the per-module FLOPs/bytes table
   (``linen.profiling.module_costs``), the per-module time table of a real profiler
   trace (``linen.profiling.profile``; the trace folder opens in TensorBoard or
-  XProf), the ``Module.tabulate`` summary and a PNG of the training
-  curves, each written under ``--out`` and printed with its path.
+  XProf), the joined report of linen-profiling (FLOPs forward/backward/recompute,
+  time, memory and trace time per module), a flame graph of time per module (PNG
+  and HTML), a Perfetto trace with one track per module, the ``Module.tabulate``
+  summary and a PNG of the training curves, each written under ``--out`` and
+  printed with its path.
 """
 
 from __future__ import annotations
@@ -134,8 +137,7 @@ def cross_entropy(logits: jax.Array, labels: jax.Array) -> jax.Array:
     return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
 
 
-@jax.jit
-def train_step(state: CNNState, x: jax.Array, y: jax.Array, dropout_key: jax.Array):
+def train_step_fn(state: CNNState, x: jax.Array, y: jax.Array, dropout_key: jax.Array):
     """One Adam step; returns the new state and the batch's loss and accuracy."""
     # A fresh dropout key per step, derived from the step count: resuming from a
     # checkpoint continues the same sequence of masks.
@@ -155,6 +157,9 @@ def train_step(state: CNNState, x: jax.Array, y: jax.Array, dropout_key: jax.Arr
     state = state.apply_gradients(grads=grads, batch_stats=batch_stats)
     accuracy = jnp.mean(jnp.argmax(logits, -1) == y)
     return state, loss, accuracy
+
+
+train_step = jax.jit(train_step_fn)
 
 
 @jax.jit
@@ -267,13 +272,43 @@ def write_report(path: Path, title: str, body: str) -> None:
     print(f'\n{title} ({path}):\n{body}')
 
 
+def profile_report(out: Path, state: CNNState, costs, times, step_args: tuple):
+    """The joined per-module report, the flame graph and the Perfetto trace of the train step.
+
+    Joins, per module path, what each linen-profiling report measured: FLOPs and
+    bytes split into forward, backward and remat recomputation (``module_costs``),
+    device time per step (``profile``), parameter and Adam-state bytes
+    (``module_memory``) and Python tracing time (``trace_times``).
+    """
+    memory = lp.module_memory(
+        {'params': state.params, 'batch_stats': state.batch_stats}, state.opt_state
+    )
+    # The plain function: the jitted one has been traced already, and jit would
+    # answer from its cache without running (and timing) a single Module method.
+    trace = lp.trace_times(train_step_fn, *step_args)
+    report = lp.Report.join(costs=costs, times=times, memory=memory, trace=trace)
+    report_path = out / 'report.txt'
+    write_report(report_path, 'joined report per module, one train step', str(report))
+    (out / 'report.json').write_text(report.to_json(indent=1) + '\n')
+    # Inclusive device time per module as an icicle chart: a PNG and a page that shows
+    # each box's numbers on hover.
+    title = 'Device time per module, one train step'
+    flame_png = Path(lp.flame_graph(times, out / 'flame.png', value='seconds', title=title))
+    flame_html = Path(lp.flame_graph(times, out / 'flame.html', value='seconds', title=title))
+    print(f'\nflame graph: {flame_png} and {flame_html}')
+    perfetto = Path(lp.perfetto_trace(times, out / 'perfetto.json'))
+    print(f'Perfetto trace, one track per module: {perfetto} (open it in ui.perfetto.dev)')
+    return report_path, flame_png, flame_html, perfetto
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=(
             "Train a small CNN (Conv + BatchNorm + Dropout, nn.remat blocks) on scikit-learn's "
             '8x8 digits with linen and optax; checkpoint with orbax halfway, restore, resume; '
-            'then print held-out accuracy, per-module cost and time tables, a summary table, '
-            'and write a PNG of the training curves. Every output goes under --out.'
+            'then print held-out accuracy, per-module cost and time tables, the joined '
+            'profiling report, a summary table, and write PNGs of the training curves and '
+            'of a flame graph, and a Perfetto trace. Every output goes under --out.'
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -288,8 +323,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         '--profile',
         action=argparse.BooleanOptionalAction,
         default=True,
-        help='record a jax.profiler trace of the train step and print time per module '
-        '(--no-profile skips it; the FLOPs table is computed either way, without running)',
+        help='record a jax.profiler trace of the train step; print time per module and the '
+        'joined report (FLOPs forward/backward/recompute, time, memory, trace time), write '
+        'the flame graph (PNG, HTML) and a Perfetto trace (--no-profile skips all of it; the '
+        'FLOPs table and the summary are made either way, without running)',
     )
     parser.add_argument('--learning-rate', type=float, default=2e-3, help='Adam learning rate')
     parser.add_argument('--seed', type=int, default=0, help='seed of the split, init and shuffling')
@@ -347,7 +384,7 @@ def main(argv: list[str] | None = None) -> dict:
     )
     write_report(out / 'summary.txt', 'summary (Module.tabulate)', summary)
 
-    trace_dir = None
+    trace_dir = report_path = flame_png = flame_html = perfetto = None
     if args.profile:
         trace_dir = out / 'trace'
         times = lp.profile(
@@ -357,6 +394,9 @@ def main(argv: list[str] | None = None) -> dict:
         write_report(out / 'times.txt', 'time per module, one train step (profiler)', str(times))
         print(
             f'\nprofiler trace: {trace_dir} (open with `tensorboard --logdir {trace_dir}` or XProf)'
+        )
+        report_path, flame_png, flame_html, perfetto = profile_report(
+            out, state, costs, times, (state, batch_x, batch_y, dropout_key)
         )
 
     metrics = {
@@ -372,6 +412,10 @@ def main(argv: list[str] | None = None) -> dict:
         'summary': str(out / 'summary.txt'),
         'times': str(out / 'times.txt') if trace_dir else None,
         'trace': str(trace_dir) if trace_dir else None,
+        'report': str(report_path) if report_path else None,
+        'flame_png': str(flame_png) if flame_png else None,
+        'flame_html': str(flame_html) if flame_html else None,
+        'perfetto': str(perfetto) if perfetto else None,
         'variables': jax.tree_util.tree_map(lambda a: list(np.shape(a)), variables),
         'seconds': time.perf_counter() - started,
     }

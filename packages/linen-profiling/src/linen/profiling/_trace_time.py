@@ -90,7 +90,10 @@ def trace_times(fn: Callable, *args: Any, **kwargs: Any) -> TraceTimes:
 
     from linen.profiling._recording import recording
 
-    traced = functools.partial(fn, **kwargs) if kwargs else fn
+    # A fresh callable every time: make_jaxpr traces through jit, whose cache is keyed
+    # on the function object, so a function traced before (by this call, or by a
+    # jax.jit of it) would come back from the cache without running any Module method.
+    traced = functools.partial(fn, **kwargs)
     with recording(capture_shapes=False) as records:
         started = time.perf_counter()
         jax.make_jaxpr(traced)(*args)
