@@ -64,7 +64,8 @@ def test_accuracy_far_above_chance_and_history(run):
 
 def test_every_output_exists_and_its_path_is_printed(run):
     out, stdout, metrics = run
-    for key in ['checkpoint', 'curves', 'costs', 'summary', 'times', 'trace']:
+    keys = ['checkpoint', 'curves', 'costs', 'summary', 'times', 'trace', 'report']
+    for key in keys + ['flame_png', 'flame_html', 'perfetto']:
         path = Path(metrics[key])
         assert path.exists() and path.is_relative_to(out), key
         assert str(path) in stdout, key
@@ -82,6 +83,97 @@ def test_reports_name_the_modules(run):
         text = (out / report).read_text()
         for name in ['CheckpointConvBlock_0', 'Conv_0', 'BatchNorm_0', 'Dense_0', 'head']:
             assert name in text, (report, name)
+
+
+# Every module of the demo's CNN as a label path (the remat'd blocks are
+# CheckpointConvBlock, as in Flax).
+MODULES = [
+    'CNN',
+    *(
+        f'CNN/CheckpointConvBlock_{i}{sub}'
+        for i in (0, 1)
+        for sub in ('', '/Conv_0', '/BatchNorm_0')
+    ),
+    'CNN/Dense_0',
+    'CNN/Dropout_0',
+    'CNN/head',
+]
+# The second convolution: 3x3 kernel, 32 -> 64 channels, on 4x4 images after pooling.
+CONV_1 = 'CNN/CheckpointConvBlock_1/Conv_0'
+CONV_1_FLOPS = 2 * BATCH * 4 * 4 * (3 * 3 * 32) * 64
+CONV_1_KERNEL_BYTES = 3 * 3 * 32 * 64 * 4
+
+
+def test_joined_report_splits_costs_and_joins_time_memory_trace(run):
+    out, stdout, metrics = run
+    text = Path(metrics['report']).read_text()
+    assert text in stdout
+    report = json.loads((out / 'report.json').read_text())
+    assert report['columns'] == [
+        'flops',
+        'bytes_accessed',
+        'forward_flops',
+        'backward_flops',
+        'recompute_flops',
+        'seconds',
+        'params_bytes',
+        'optimizer_bytes',
+        'trace_seconds',
+    ]
+    rows = report['rows']
+    for path in MODULES:
+        assert path in rows, path
+        assert path.rsplit('/', 1)[-1] in text, path
+        row = rows[path]
+        assert row['seconds'] > 0 and row['trace_seconds'] > 0, path
+        parts = row['forward_flops'] + row['backward_flops'] + row['recompute_flops']
+        assert parts == pytest.approx(row['flops'], rel=1e-9), path
+    conv = rows[CONV_1]
+    # The convolution's forward pass, once more under nn.remat (XLA may keep only one
+    # of two identical computations, under either label), and twice as much backward
+    # (the gradients for the kernel and for the input).
+    assert conv['forward_flops'] + conv['recompute_flops'] in (CONV_1_FLOPS, 2 * CONV_1_FLOPS)
+    assert conv['backward_flops'] == 2 * CONV_1_FLOPS
+    assert rows['CNN/Dense_0']['recompute_flops'] == 0  # outside the remat'd blocks
+    # Parameter bytes from the kernel's size (no bias), Adam holds two moments of it.
+    assert conv['params_bytes'] == CONV_1_KERNEL_BYTES
+    assert conv['optimizer_bytes'] == 2 * CONV_1_KERNEL_BYTES
+
+
+def test_flame_graph_png_and_html(run):
+    from PIL import Image
+
+    _, _, metrics = run
+    png = Path(metrics['flame_png'])
+    assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    with Image.open(png) as image:
+        image.verify()  # a whole, decodable PNG, not just its signature
+    with Image.open(png) as image:
+        width, height = image.size
+        assert width > 500 and height > 50
+        # Drawn boxes: far more than the white background and black text.
+        assert len(image.convert('RGB').getcolors(maxcolors=1 << 16) or []) > 5
+    page = Path(metrics['flame_html']).read_text()
+    assert page.startswith('<!DOCTYPE html>') and '<svg' in page
+    for path in MODULES:
+        assert f'<title>{path}: ' in page, path
+
+
+def test_perfetto_trace_has_a_track_per_module_of_the_model(run):
+    _, _, metrics = run
+    events = json.loads(Path(metrics['perfetto']).read_text())['traceEvents']
+    tracks = {e['tid']: e['args']['name'] for e in events if e['name'] == 'thread_name'}
+    assert set(MODULES) <= set(tracks.values())
+    ops = [e for e in events if e['ph'] == 'X']
+    by_track: dict[str, set] = {}
+    for event in ops:
+        assert event['dur'] >= 0 and event['tid'] in tracks
+        by_track.setdefault(tracks[event['tid']], set()).add((event['name'], event['ts']))
+    for path in MODULES:
+        assert by_track.get(path), f'no op on the track of {path}'
+        # A module's track shows its submodules' work too.
+        if '/' in path:
+            assert by_track[path] <= by_track[path.rsplit('/', 1)[0]], path
 
 
 def test_checkpoint_restores_into_a_fresh_state(run):
