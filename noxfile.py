@@ -85,11 +85,26 @@ TEST_DEPS = [
     'scikit-learn',
     'orbax-checkpoint',
     'rich',
+    # docs/test_site_hooks.py builds a tiny site with the hook that draws the pages'
+    # pictures (plain mkdocs and its built-in theme; the site's theme is not needed).
+    'mkdocs>=1.6',
 ]
 
 # What examples/demo.py imports beyond the workspace: the data set, the optimizer,
 # the checkpointer, the progress bar and the plot.
 DEMO_DEPS = ['scikit-learn', 'optax', 'orbax-checkpoint', 'rich', 'matplotlib']
+
+# The site build: MkDocs Material, the API reference from the docstrings, and what
+# the pages whose pictures are drawn at build time import (docs/_site_hooks.py runs
+# them: getting-started.md and profiling.md).
+DOCS_DEPS = [
+    'mkdocs>=1.6',
+    'mkdocs-material',
+    'mkdocstrings[python]',
+    'optax',
+    'matplotlib',
+    'rich',
+]
 
 # Third-party plugin fixture installed into the test environment the way a user
 # installs a package (not editable). The clash and broken fixtures are installed
@@ -245,11 +260,12 @@ def demo(session: nox.Session) -> None:
 def docs(session: nox.Session) -> None:
     """The MkDocs Material site into site/, warnings as errors (``mkdocs build --strict``).
 
-    The API reference pages are regenerated from the public surfaces first; the
-    executable code blocks run in ``nox -s tests`` (docs/test_docs.py), which does
-    not need mkdocs.
+    The API reference pages are regenerated from the public surfaces first. Every
+    executable code block runs in ``nox -s tests`` (docs/test_docs.py); the build
+    runs again the pages that show pictures, which their code draws
+    (docs/_site_hooks.py), so the site's pictures are never stale or committed.
     """
-    session.install(*_editable_args(), 'jax', 'mkdocs-material', 'mkdocstrings[python]')
+    session.install(*_editable_args(), 'jax', *DOCS_DEPS)
     session.run('python', 'docs/gen_api.py')
     # `python -m` puts the repository root on sys.path for the docs._doctest_fence extension.
     session.run(

@@ -8,94 +8,45 @@ installing). Other languages (``toml``, ``bash``, ``text``) are never run.
 
 from __future__ import annotations
 
-import re
+import importlib.util
 import sys
-import textwrap
-import types
-from dataclasses import dataclass
 from pathlib import Path
 
-import jax
 import pytest
 
 DOCS = Path(__file__).resolve().parent
 PAGES = sorted(DOCS.glob('*.md'))
-ALLOW_RANK_PROMOTION = '<!-- docs: allow-rank-promotion -->'
-
-# An opening fence (``` or longer, maybe indented inside a list item) with its info
-# string, then everything up to a closing fence of the same indentation.
-_FENCE = re.compile(
-    r'^(?P<indent>[ \t]*)(?P<fence>`{3,})(?P<info>[^`\n]*)\n(?P<body>.*?)^(?P=indent)(?P=fence)[ \t]*$',
-    re.MULTILINE | re.DOTALL,
-)
-_RUNNABLE = {'python', 'py', 'python3'}
 
 
-@dataclass(frozen=True)
-class CodeBlock:
-    """A fenced block of a markdown page; ``line`` is where its code starts (1-based)."""
-
-    info: tuple[str, ...]
-    line: int
-    code: str
-
-    @property
-    def runs(self) -> bool:
-        return bool(self.info) and self.info[0] in _RUNNABLE and 'no-run' not in self.info[1:]
+def _load_pages():
+    # docs/ is no package: the runner shared with the site build is loaded by path.
+    name = '_linen_docs_pages'
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, DOCS / '_pages.py')
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses resolve their module by name
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
-def code_blocks(text: str) -> list[CodeBlock]:
-    """Every fenced block of ``text``, in order."""
-    blocks = []
-    for match in _FENCE.finditer(text):
-        line = text.count('\n', 0, match.start('body')) + 1
-        body = textwrap.dedent(match.group('body'))
-        blocks.append(CodeBlock(tuple(match.group('info').split()), line, body))
-    return blocks
-
-
-def run_page(path: Path, text: str | None = None) -> dict:
-    """Run the runnable blocks of one page in one fresh namespace; return the namespace.
-
-    Code is compiled under the page's file name with its own line numbers, so a
-    traceback points at the line of the markdown file.
-    """
-    text = path.read_text(encoding='utf-8') if text is None else text
-    # A real module in sys.modules: dataclasses (and so Modules) defined on a page
-    # look up their defining module by name.
-    module = types.ModuleType(f'_linen_docs_{path.stem.replace("-", "_")}')
-    module.__file__ = str(path)
-    sys.modules[module.__name__] = module
-    # A page that reproduces code relying on implicit rank promotion (the seed's
-    # SimpleDense adds a (features,) bias to a (batch, features) output, which Flax
-    # rejects under strict promotion too) says so with this marker; every other page
-    # runs under the suite's jax_numpy_rank_promotion='raise'.
-    promotion = 'allow' if ALLOW_RANK_PROMOTION in text else jax.config.jax_numpy_rank_promotion
-    try:
-        with jax.numpy_rank_promotion(promotion):
-            _run_blocks(path, text, module)
-    finally:
-        sys.modules.pop(module.__name__, None)
-    return module.__dict__
-
-
-def _run_blocks(path: Path, text: str, module: types.ModuleType) -> None:
-    for block in code_blocks(text):
-        if not block.runs:
-            continue
-        code = compile('\n' * (block.line - 1) + block.code, str(path), 'exec')
-        try:
-            exec(code, module.__dict__)
-        except Exception as exc:
-            raise AssertionError(
-                f'{path.name}: the python block at line {block.line} raised '
-                f'{type(exc).__name__}: {exc}'
-            ) from exc
+_pages = _load_pages()
+CodeBlock = _pages.CodeBlock
+GeneratedFileError = _pages.GeneratedFileError
+code_blocks = _pages.code_blocks
+run_page = _pages.run_page
+generated_links = _pages.generated_links
+collect_generated = _pages.collect_generated
+build_generated = _pages.build_generated
 
 
 @pytest.mark.parametrize('page', PAGES, ids=[p.name for p in PAGES])
 def test_page_runs(page: Path, doc_sandbox) -> None:
     run_page(page)
+    # The pictures the page shows are the files its code just wrote (the site build
+    # publishes them the same way, docs/_site_hooks.py).
+    for uri, content in collect_generated(page, doc_sandbox).items():
+        if uri.endswith('.png'):
+            assert content.startswith(b'\x89PNG\r\n\x1a\n'), uri
 
 
 def test_every_page_has_code() -> None:
