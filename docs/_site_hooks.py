@@ -10,7 +10,9 @@ not write fails the build with the page and the file name.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import logging
 import sys
 from pathlib import Path
@@ -34,7 +36,9 @@ def _pages_module():
 def on_files(files: Files, config) -> Files:
     pages = _pages_module()
     for page in sorted(Path(config['docs_dir']).glob('*.md')):
-        generated = pages.build_generated(page)
+        # What the page prints (its tables) belongs on the page, not in the build log.
+        with contextlib.redirect_stdout(io.StringIO()):
+            generated = pages.build_generated(page)
         for uri, content in generated.items():
             files.append(File.generated(config, uri, content=content))
         if generated:

@@ -115,8 +115,10 @@ def render(
                 # when there is one, so the page is the same on every supported JAX.
                 import jax
 
-                if getattr(jax, qualname, None) is getattr(module, name):
-                    external = 'jax'
+                # (On JAX 0.10 jax.Array's __qualname__ is itself 'jaxlib._jax.Array'.)
+                short = qualname.rsplit('.', 1)[-1]
+                if getattr(jax, short, None) is getattr(module, name):
+                    external, qualname = 'jax', short
                 lines += [f'### `{module_name}.{name}`', '', f"JAX's `{external}.{qualname}`.", '']
                 continue
             if inspect.ismodule(getattr(module, name)):
