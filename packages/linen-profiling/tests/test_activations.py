@@ -123,3 +123,27 @@ def test_no_memory_analysis_is_a_typed_warning_not_zeros():
     with warnings.catch_warnings():
         warnings.simplefilter('error')
         assert memory_analysis_dict(jax.jit(jnp.sin).lower(1.0).compile()) is not None
+
+
+@pytest.mark.parametrize('remat', [False, True])
+def test_remat_saves_nothing_inside_the_rematerialized_block(remat):
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(D_HID, name='second')(jnp.tanh(nn.Dense(D_HID, name='first')(x)))
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return (nn.remat(Block) if remat else Block)(name='block')(x)
+
+    model = Model()
+    x = jnp.ones((B, D_HID))
+    params = model.init(jax.random.key(0), x)['params']
+    saved = saved_activations(
+        jax.grad(lambda p: (model.apply({'params': p}, x) ** 2).sum()), params
+    )
+    # Without remat the block keeps tanh's output (tanh's derivative and the
+    # second kernel's gradient both read it); with remat it keeps nothing and
+    # recomputes it in the backward pass.
+    assert saved['Model/block'] == (0 if remat else B * D_HID * F32)
