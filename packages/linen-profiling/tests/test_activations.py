@@ -147,3 +147,36 @@ def test_remat_saves_nothing_inside_the_rematerialized_block(remat):
     # second kernel's gradient both read it); with remat it keeps nothing and
     # recomputes it in the backward pass.
     assert saved['Model/block'] == (0 if remat else B * D_HID * F32)
+
+
+def test_scan_residuals_are_stacked_per_iteration_under_the_scanned_module():
+    length = 3
+
+    class Cell(nn.Module):
+        @nn.compact
+        def __call__(self, carry, _):
+            return jnp.tanh(nn.Dense(D_HID)(carry)), None
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            cells = nn.scan(
+                Cell, variable_axes={'params': 0}, split_rngs={'params': True}, length=length
+            )
+            return cells(name='cells')(x, None)[0]
+
+    model = Model()
+    x = jnp.ones((B, D_HID))
+    params = model.init(jax.random.key(0), x)['params']
+    saved = saved_activations(
+        jax.grad(lambda p: (model.apply({'params': p}, x) ** 2).sum()), params
+    )
+    step = B * D_HID * F32
+    # Every value kept from the loop is stacked, one slice per iteration: the
+    # cell's tanh output (its derivative reads it; jax 0.10 also keeps the
+    # derivative 1 - tanh^2, computed in the forward pass) under the cell, and
+    # the carries the cell's Dense read (for its kernel gradient).
+    in_loop = [v for v in saved.values if v.path.startswith('Model')]
+    assert all(v.shape.startswith(f'f32[{length},{B},{D_HID}]') for v in in_loop)
+    assert saved['Model/cells'] in (length * step, 2 * length * step)
+    assert saved['Model'] == len(in_loop) * length * step >= 2 * length * step

@@ -146,8 +146,32 @@ def _while_element_op_name(module: HloModuleText, producer: HloInstruction, inde
             continue
         element = body.instructions.get(root.operands[index])
         if element is not None and element.op_name:
-            return element.op_name
+            return _stacked_source(body, element)
     return producer.op_name
+
+
+def _stacked_source(body: HloComputation, element: HloInstruction) -> str:
+    """The label of what a loop stacks into a buffer, else the element's own label.
+
+    A scan keeps each iteration's residual by a ``dynamic_update_slice`` into a
+    stacked buffer; that op carries the scan's label, the value written carries
+    the label of the module that computed it.
+    """
+    own = _first_op_name(element.op_name)
+    if 'dynamic_update_slice' not in own.rsplit('/', 1)[-1]:
+        return element.op_name
+    base = module_path_from_op_name(own)
+    for operand in element.operands[1:]:
+        source = body.instructions.get(operand)
+        for _ in range(4):  # through copies and bitcasts
+            if source is None or source.op_name or source.opcode not in _VIEWS:
+                break
+            source = body.instructions.get(source.operands[0]) if source.operands else None
+        if source is not None and source.op_name:
+            path = module_path_from_op_name(_first_op_name(source.op_name))
+            if len(path) > len(base):
+                return source.op_name
+    return element.op_name
 
 
 def _gte_index(instruction: HloInstruction) -> int | None:
