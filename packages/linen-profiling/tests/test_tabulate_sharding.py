@@ -129,3 +129,41 @@ def test_without_a_mesh_per_device_columns_are_na_with_the_reason():
 def test_sharding_columns_are_opt_in():
     table = Net().tabulate(jax.random.key(0), jnp.ones((2, D_IN)), console_kwargs=PLAIN)
     assert 'mesh spec' not in table and 'replication' not in table
+
+
+def test_scan_stacked_axis_and_an_axis_the_mesh_lacks():
+    class Layer(nn.Module):
+        @nn.compact
+        def __call__(self, x, _):
+            init = nn.with_partitioning(nn.initializers.lecun_normal(), (None, 'model'))
+            return nn.Dense(D_HID, use_bias=False, kernel_init=init)(x), None
+
+    class Stack(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            layers = nn.scan(
+                Layer,
+                variable_axes={'params': 0},
+                split_rngs={'params': True},
+                length=3,
+                metadata_params={nn.PARTITION_NAME: 'layers'},
+            )
+            return layers(name='layers')(x, None)[0]
+
+    table = Stack().tabulate(
+        jax.random.key(0),
+        jnp.ones((2, D_HID)),
+        show_sharding=True,
+        mesh=_mesh(),
+        console_kwargs=PLAIN,
+    )
+    rows = _rows(table)
+    # The stacked axis is named 'layers' by metadata_params; this mesh has no
+    # such axis, so the stack is not split by it, and the caption says so.
+    dense = 'layers/Dense_0'
+    assert _column(table, rows, dense, 'mesh spec') == ["kernel: P('layers', None, 'model')"]
+    assert _column(table, rows, dense, 'bytes/device') == [
+        f'kernel: {3 * D_HID * D_HID // 2 * F32:,} B'
+    ]
+    assert _column(table, rows, dense, 'replication') == ['kernel: x2']
+    assert "mesh axes 'layers' (e.g. layers/Dense_0/kernel) are not axes of the mesh" in table

@@ -32,6 +32,7 @@ class Layout:
     bytes_per_device: int
     replication: int
     total_bytes: int
+    unknown_axes: tuple[str, ...] = ()  # named by the spec, absent from the mesh
 
 
 def context_mesh() -> Any:
@@ -74,9 +75,12 @@ def layout_of(boxed: Any, mesh: Any) -> Layout:
     sizes = dict(mesh.shape) if mesh is not None else {}
     local = []
     used: set[str] = set()
+    unknown: list[str] = []
     for dim, entry in zip(shape, spec, strict=False):
         split = 1
         for axis in _axes(entry):
+            if sizes and axis not in sizes:
+                unknown.append(axis)
             split *= sizes.get(axis, 1)
             used.add(axis)
         local.append(-(-dim // split))
@@ -88,6 +92,7 @@ def layout_of(boxed: Any, mesh: Any) -> Layout:
         bytes_per_device=math.prod(local) * itemsize,
         replication=max(devices // max(split_total, 1), 1),
         total_bytes=total,
+        unknown_axes=tuple(dict.fromkeys(unknown)),
     )
 
 

@@ -339,6 +339,15 @@ def _summarize(
             for size in dict(mesh.shape).values():
                 devices *= size
             check_replicated(layouts, devices, replicated_tolerance)
+            unknown = {
+                axis: path for path, layout in layouts.items() for axis in layout.unknown_axes
+            }
+            if unknown:
+                named = ', '.join(f'{axis!r} (e.g. {path})' for axis, path in unknown.items())
+                notes.append(
+                    f'sharding: mesh axes {named} are not axes of the mesh '
+                    f'{tuple(dict(mesh.shape))}; counted as not splitting'
+                )
 
     rows: list[_Row] = []
     seen: set[tuple[str, ...]] = set()
