@@ -18,9 +18,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from linen.profiling._report import bytes_text
 from linen.profiling.errors import ReplicatedParametersWarning
 
-__all__ = ['Layout', 'check_replicated', 'context_mesh', 'layout_of']
+__all__ = [
+    'Layout',
+    'check_replicated',
+    'context_mesh',
+    'layout_of',
+    'parameter_layouts',
+    'sharding_cells',
+]
 
 
 @dataclass(frozen=True)
@@ -134,3 +142,34 @@ def check_replicated(
             ),
             stacklevel=4,
         )
+
+
+def parameter_layouts(variables: Mapping, mesh: Any) -> dict[str, Layout]:
+    """Layout of every parameter, by ``'path/to/name'``."""
+    result = {}
+
+    def visit(node: Mapping, prefix: str) -> None:
+        for name, value in node.items():
+            path = f'{prefix}/{name}' if prefix else str(name)
+            if isinstance(value, Mapping):
+                visit(value, path)
+            elif hasattr(
+                (getattr(value, 'value', value) if not hasattr(value, 'shape') else value), 'shape'
+            ):
+                result[path] = layout_of(value, mesh)
+
+    visit(variables.get('params', {}), '')
+    return result
+
+
+def sharding_cells(layouts: list[tuple[str, Layout]], mesh_known: bool) -> list[str]:
+    """The four sharding cells of a row: one line per parameter, in the params cell's order."""
+    logical, specs, per_device, replication = [], [], [], []
+    for name, layout in layouts:
+        logical.append(f'{name}: {layout.logical}' if layout.logical is not None else f'{name}: -')
+        specs.append(f'{name}: {spec_text(layout.spec)}')
+        per_device.append(
+            f'{name}: {bytes_text(layout.bytes_per_device)}' if mesh_known else f'{name}: n/a'
+        )
+        replication.append(f'{name}: x{layout.replication}' if mesh_known else f'{name}: n/a')
+    return ['\n'.join(cells) for cells in (logical, specs, per_device, replication)]

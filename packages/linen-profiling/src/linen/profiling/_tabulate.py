@@ -28,7 +28,14 @@ from typing import Any
 
 from linen.core import DenyList
 from linen.profiling._recording import Call, recording
-from linen.profiling._sharding import Layout, check_replicated, context_mesh, layout_of, spec_text
+from linen.profiling._report import bytes_text as _bytes_text
+from linen.profiling._sharding import (
+    Layout,
+    check_replicated,
+    context_mesh,
+    parameter_layouts,
+    sharding_cells,
+)
 
 __all__ = ['tabulate']
 
@@ -44,17 +51,6 @@ class _Row:
     flops: str = ''
     vjp_flops: str = ''
     layouts: list[tuple[str, Layout]] = field(default_factory=list)
-
-
-def _bytes_text(size: float) -> str:
-    """Flax's byte counts: ``'1,000 B'``, ``'1.0 KB'`` (decimal units above 1,000 B)."""
-    if size <= 1000:
-        return f'{size:,.0f} B'
-    for unit in ('KB', 'MB', 'GB', 'TB'):
-        size /= 1000
-        if size <= 1000 or unit == 'TB':
-            break
-    return f'{size:.1f} {unit}'
 
 
 def _leaf_text(value: Any) -> str | None:
@@ -217,22 +213,6 @@ def _unbatch(tree: Any, count: int) -> Any:
     return jax.tree_util.tree_map(lambda s: jax.ShapeDtypeStruct(s.shape[count:], s.dtype), tree)
 
 
-def _parameter_layouts(variables: Mapping, mesh: Any) -> dict[str, Layout]:
-    """Layout of every parameter, by ``'path/to/name'``."""
-    result = {}
-
-    def visit(node: Mapping, prefix: str) -> None:
-        for name, value in node.items():
-            path = f'{prefix}/{name}' if prefix else str(name)
-            if isinstance(value, Mapping):
-                visit(value, path)
-            elif hasattr(_unbox(value), 'shape'):
-                result[path] = layout_of(value, mesh)
-
-    visit(variables.get('params', {}), '')
-    return result
-
-
 def _summarize(
     module: Any,
     rngs: Any,
@@ -328,7 +308,7 @@ def _summarize(
     layouts: dict[str, Layout] = {}
     if show_sharding:
         mesh = mesh if mesh is not None else context_mesh()
-        layouts = _parameter_layouts(variables, mesh)
+        layouts = parameter_layouts(variables, mesh)
         if mesh is None:
             notes.append(
                 'sharding: no mesh (pass mesh= or call under jax.set_mesh / with mesh:), '
@@ -458,7 +438,7 @@ def _render(
         if compute_vjp_flops:
             cells.append(row.vjp_flops)
         if show_sharding:
-            cells.extend(_sharding_cells(row.layouts, mesh_known))
+            cells.extend(sharding_cells(row.layouts, mesh_known))
         for collection in collections:
             entry = row.variables.get(collection)
             if entry is None:
@@ -484,19 +464,6 @@ def _render(
     buffer = io.StringIO()
     Console(file=buffer, **dict(console_kwargs or {})).print(table)
     return '\n' + buffer.getvalue() + '\n'
-
-
-def _sharding_cells(layouts: list[tuple[str, Layout]], mesh_known: bool) -> list[str]:
-    """The four sharding cells of a row: one line per parameter, in the params cell's order."""
-    logical, specs, per_device, replication = [], [], [], []
-    for name, layout in layouts:
-        logical.append(f'{name}: {layout.logical}' if layout.logical is not None else f'{name}: -')
-        specs.append(f'{name}: {spec_text(layout.spec)}')
-        per_device.append(
-            f'{name}: {_bytes_text(layout.bytes_per_device)}' if mesh_known else f'{name}: n/a'
-        )
-        replication.append(f'{name}: x{layout.replication}' if mesh_known else f'{name}: n/a')
-    return ['\n'.join(cells) for cells in (logical, specs, per_device, replication)]
 
 
 def tabulate(
