@@ -169,7 +169,7 @@ def _stacked_source(body: HloComputation, element: HloInstruction) -> str:
             source = body.instructions.get(source.operands[0]) if source.operands else None
         if source is not None and source.op_name:
             path = module_path_from_op_name(_first_op_name(source.op_name))
-            if len(path) > len(base):
+            if path and path != base and (not base or path.startswith(base + '/')):
                 return source.op_name
     return element.op_name
 
@@ -198,15 +198,19 @@ def saved_values(module: HloModuleText) -> list[SavedValue]:
                 users.setdefault(operand, []).append(instruction)
 
         def read_backward(name: str, seen: set[str], users=users) -> bool:
-            for user in users.get(name, ()):
-                if user.name in seen:
-                    continue
-                seen.add(user.name)
-                phase = _phase(user)
-                if phase in ('backward', 'recompute'):
-                    return True
-                if (phase is None or user.opcode in _VIEWS) and read_backward(user.name, seen):
-                    return True
+            # Unlabelled instructions and views pass the value on: look at their
+            # users too (iteratively: chains can be long).
+            pending = [name]
+            while pending:
+                for user in users.get(pending.pop(), ()):
+                    if user.name in seen:
+                        continue
+                    seen.add(user.name)
+                    phase = _phase(user)
+                    if phase in ('backward', 'recompute'):
+                        return True
+                    if phase is None or user.opcode in _VIEWS:
+                        pending.append(user.name)
             return False
 
         for instruction in instructions.values():
