@@ -109,3 +109,9 @@ def test_unreadable_trace_says_what_is_missing(trace, missing):
     assert "'/t/x.xplane.pb'" in str(raised.value)
     copy = pickle.loads(pickle.dumps(raised.value))
     assert str(copy) == str(raised.value)
+
+
+@pytest.mark.parametrize('data', [b'\x0a\xff\xff', b'\x0f\x00'], ids=['truncated', 'bad-wire-type'])
+def test_bytes_that_are_no_xspace_say_so(data):
+    with pytest.raises(ProfileTraceUnreadableError, match='not a serialized XSpace protobuf'):
+        times_from_xspace(data, 'jit_f', steps=1, hlo_text=HLO, xplane_path='/t/x.xplane.pb')

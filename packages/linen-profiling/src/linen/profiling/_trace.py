@@ -185,7 +185,7 @@ def times_from_xspace(
         is missing.
       ProfileNoDeviceOpsError: op events exist, but none of ``program``.
     """
-    planes = read_xspace(data)
+    planes = read_xspace(data, xplane_path)
     events = _op_events(planes)
     missing = _missing(planes, events)
     if missing is not None:
