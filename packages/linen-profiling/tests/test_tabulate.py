@@ -99,16 +99,6 @@ def test_depth_summarizes_hidden_submodules_and_show_repeated():
     assert repeated.count('│ Counter_0 ') == 2
 
 
-def test_no_compile_without_flops(monkeypatch):
-    from linen.profiling import _costs
-
-    def fail(*args, **kwargs):
-        raise AssertionError('compiled although no FLOPs were asked for')
-
-    monkeypatch.setattr(_costs, 'module_costs', fail)
-    Counter().tabulate(jax.random.key(0), jnp.ones((B, D_IN)), console_kwargs=PLAIN)
-
-
 @pytest.mark.parametrize('transform', ['vmap', 'scan', 'remat'])
 def test_lifted_transforms_give_flops_not_zero(transform):
     class Block(nn.Module):
@@ -162,3 +152,108 @@ def test_unknown_flops_are_na_with_the_reason():
     assert rows['unused'][4] == 'n/a'
     assert float(rows['used'][4]) == 2 * B * D_IN * D_OUT
     assert 'no instruction of that call is left in the optimized program' in table
+
+
+def test_compiles_only_when_costs_are_asked_for():
+    import jax.monitoring
+
+    compiles = []
+
+    def listener(name, duration, **kwargs):
+        if name.endswith('backend_compile_duration'):
+            compiles.append(name)
+
+    key, x = jax.random.key(0), jnp.ones((B, D_IN))
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        Counter().tabulate(key, x, console_kwargs=PLAIN)
+        assert compiles == []
+        Counter().tabulate(key, x, compute_flops=True, console_kwargs=PLAIN)  # warms caches
+        del compiles[:]
+        Counter().tabulate(key, x, compute_flops=True, console_kwargs=PLAIN)
+        assert len(compiles) == 1  # apply
+        del compiles[:]
+        Counter().tabulate(key, x, compute_flops=True, compute_vjp_flops=True, console_kwargs=PLAIN)
+        assert len(compiles) == 2  # apply, and its vjp
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+class TwoInTwoOut(nn.Module):
+    @nn.compact
+    def __call__(self, a, b):
+        return {'a': nn.Dense(D_OUT, name='da')(a)}, (nn.Dense(D_HID, name='db')(b), a)
+
+
+def test_multiple_inputs_and_outputs():
+    a, b = jnp.ones((B, D_IN)), jnp.ones((B, D_OUT))
+    table = TwoInTwoOut().tabulate(
+        jax.random.key(0), a, b, compute_flops=True, compute_vjp_flops=True, console_kwargs=PLAIN
+    )
+    lines = table.splitlines()
+    root = next(i for i, line in enumerate(lines) if '│ TwoInTwoOut' in line)
+    # inputs: both arrays; outputs: the dict and the tuple, each leaf's shape.
+    inputs = [line.split('│')[3].strip() for line in lines[root : root + 3]]
+    outputs = [line.split('│')[4].strip() for line in lines[root : root + 3]]
+    assert inputs[:2] == [f'- float32[{B},{D_IN}]', f'- float32[{B},{D_OUT}]']
+    assert outputs == [
+        f'- a: float32[{B},{D_OUT}]',
+        f'- - float32[{B},{D_HID}]',
+        f'- float32[{B},{D_IN}]',  # indented under the tuple (stripped here)
+    ]
+    rows = _cells(table)
+    da, db = 2 * B * D_IN * D_OUT + B * D_OUT, 2 * B * D_OUT * D_HID + B * D_HID  # matmul + bias
+    assert float(rows['da'][4]) == da
+    assert float(rows['db'][4]) == db
+    assert float(rows['TwoInTwoOut'][4]) == da + db
+    assert float(rows['da'][5]) >= 2 * da  # backward: at least the two matmul gradients
+
+
+class Collective(nn.Module):
+    """Meant to run under ``jax.pmap(..., axis_name='batch')``: a mean over devices."""
+
+    @nn.compact
+    def __call__(self, x):
+        y = nn.Dense(D_HID)(x)
+        return jax.lax.pmean(y, 'batch')
+
+
+def test_collective_under_pmap_is_tabulated_per_device():
+    x = jnp.ones((B, D_IN))
+    # Alone, the model cannot run: its axis is bound by the pmap it is meant for.
+    with pytest.raises(NameError, match='unbound axis name: batch'):
+        jax.eval_shape(Collective().init, jax.random.key(0), x)
+    table = Collective().tabulate(jax.random.key(0), x, compute_flops=True, console_kwargs=PLAIN)
+    rows = _cells(table)
+    assert rows['Dense_0'][3] == f'float32[{B},{D_HID}]'
+    assert float(rows['Dense_0'][4]) == 2 * B * D_IN * D_HID + B * D_HID
+    assert "collectives over axis 'batch'" in table
+
+
+def test_collectives_under_shard_map_give_per_device_flops():
+    import numpy as np
+    from jax.sharding import PartitionSpec as P
+
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:4]), ('d',))
+
+    class Sharded(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            h = nn.Dense(D_HID)(x)
+            total = jax.shard_map(
+                lambda h: jax.lax.psum(h, 'd'), mesh=mesh, in_specs=P('d'), out_specs=P()
+            )(h)
+            return total, nn.Dense(D_OUT, name='head')(x)
+
+    x = jnp.ones((4 * B, D_IN))
+    table = Sharded().tabulate(
+        jax.random.key(0), x, compute_flops=True, compute_vjp_flops=True, console_kwargs=PLAIN
+    )
+    rows = _cells(table)
+    # Dense_0 feeds the shard_map split over 4 devices along the batch: XLA's
+    # sharding propagation splits x, so each device computes a quarter of
+    # Dense_0 and of head (which reads the same x).
+    assert float(rows['Dense_0'][4]) == (2 * 4 * B * D_IN * D_HID + 4 * B * D_HID) / 4
+    assert float(rows['head'][4]) == (2 * 4 * B * D_IN * D_OUT + 4 * B * D_OUT) / 4
+    assert 'per device: the program is partitioned over 4 devices' in table
+    assert 'n/a' not in table

@@ -28,13 +28,18 @@ def tabulate_method(
     column_kwargs: Mapping[str, Any] = MappingProxyType({}),
     compute_flops: bool = False,
     compute_vjp_flops: bool = False,
+    show_sharding: bool = False,
+    mesh: Any = None,
+    replicated_tolerance: float = 0.1,
     **kwargs: Any,
 ) -> str:
     """The summary table of this module called on ``args`` (Flax's ``Module.tabulate``).
 
     One row per method call: path, module, input and output shapes, the variables
     each module holds per collection, optionally FLOPs (``compute_flops``) and
-    forward-plus-backward FLOPs (``compute_vjp_flops``). See
+    forward-plus-backward FLOPs (``compute_vjp_flops``), optionally each
+    parameter's layout on a mesh (``show_sharding``, ``mesh``,
+    ``replicated_tolerance``). See
     ``linen.profiling.tabulate`` for the arguments; ``**kwargs`` are keyword
     arguments of the call (``method=`` selects the method).
 
@@ -58,4 +63,7 @@ def tabulate_method(
         column_kwargs=column_kwargs,
         compute_flops=compute_flops,
         compute_vjp_flops=compute_vjp_flops,
+        show_sharding=show_sharding,
+        mesh=mesh,
+        replicated_tolerance=replicated_tolerance,
     )(*args, **kwargs)

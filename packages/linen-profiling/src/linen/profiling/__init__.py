@@ -17,6 +17,9 @@ _LOCATION = {
     'ModuleCosts': 'linen.profiling._costs',
     'module_costs': 'linen.profiling._costs',
     'MemoryRow': 'linen.profiling._memory',
+    'SavedActivations': 'linen.profiling._activations',
+    'SavedValue': 'linen.profiling._activations',
+    'saved_activations': 'linen.profiling._activations',
     'ModuleMemory': 'linen.profiling._memory',
     'module_memory': 'linen.profiling._memory',
     'phase_of_op_name': 'linen.profiling._costs',
@@ -49,6 +52,9 @@ _LOCATION = {
 
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers and IDEs
+    from linen.profiling._activations import SavedActivations as SavedActivations
+    from linen.profiling._activations import SavedValue as SavedValue
+    from linen.profiling._activations import saved_activations as saved_activations
     from linen.profiling._costs import CostRow as CostRow
     from linen.profiling._costs import ModuleCosts as ModuleCosts
     from linen.profiling._costs import module_costs as module_costs

@@ -26,6 +26,7 @@ _COLUMNS: dict[str, tuple[str, str]] = {
     'seconds': ('times', 'inclusive_seconds'),
     'params_bytes': ('memory', 'inclusive_params_bytes'),
     'optimizer_bytes': ('memory', 'inclusive_optimizer_bytes'),
+    'activations_bytes': ('memory', 'inclusive_activations_bytes'),
     'trace_seconds': ('trace', 'inclusive_seconds'),
 }
 
@@ -45,7 +46,13 @@ class Report:
         root module's label, are matched to the label paths that end with them.
         """
         parts = {'costs': costs, 'times': times, 'memory': memory, 'trace': trace}
-        columns = tuple(c for c, (part, _) in _COLUMNS.items() if parts[part] is not None)
+        columns = tuple(
+            c
+            for c, (part, _) in _COLUMNS.items()
+            if parts[part] is not None
+            # Activations are a column only when they were measured.
+            and (c != 'activations_bytes' or memory.activations_bytes is not None)
+        )
         by_part = {
             name: {row.path: row for row in part.rows}
             for name, part in parts.items()

@@ -8,6 +8,10 @@ the parameters (Adam's ``mu`` and ``nu``); each such tree is matched to the
 parameters by structure and its leaves are attributed to their module paths.
 Optimizer leaves of another shape (Adam's step ``count``) are not any module's:
 they go to path ``''``.
+
+Activations are the exception: what the forward pass keeps for the backward
+pass is only known from a compiled program, so it comes from
+:func:`~linen.profiling.saved_activations` and is passed in (``activations=``).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from linen.profiling._report import display_path, format_table, human, inclusive
 
 __all__ = ['MemoryRow', 'ModuleMemory', 'module_memory']
 
-_FIELDS = ('params', 'grads', 'optimizer', 'state')
+_FIELDS = ('params', 'grads', 'optimizer', 'state', 'activations')
 
 
 @dataclass(frozen=True)
@@ -30,7 +34,9 @@ class MemoryRow:
     ``params``: the ``params`` collection; ``grads``: one gradient per
     floating-point parameter; ``optimizer``: the optimizer-state leaves that
     mirror this module's parameters; ``state``: every other collection
-    (``batch_stats``, caches, counters).
+    (``batch_stats``, caches, counters); ``activations``: bytes the forward
+    pass keeps for the backward pass (``None`` when no ``activations=`` was
+    given to :func:`module_memory`: not measured, not zero).
     """
 
     path: str
@@ -42,10 +48,18 @@ class MemoryRow:
     inclusive_grads_bytes: int
     inclusive_optimizer_bytes: int
     inclusive_state_bytes: int
+    activations_bytes: int | None = None
+    inclusive_activations_bytes: int | None = None
 
     @property
     def total_bytes(self) -> int:
-        return self.params_bytes + self.grads_bytes + self.optimizer_bytes + self.state_bytes
+        return (
+            self.params_bytes
+            + self.grads_bytes
+            + self.optimizer_bytes
+            + self.state_bytes
+            + (self.activations_bytes or 0)
+        )
 
     @property
     def inclusive_total_bytes(self) -> int:
@@ -54,18 +68,36 @@ class MemoryRow:
             + self.inclusive_grads_bytes
             + self.inclusive_optimizer_bytes
             + self.inclusive_state_bytes
+            + (self.inclusive_activations_bytes or 0)
         )
 
 
 @dataclass(frozen=True)
 class ModuleMemory:
-    """What :func:`module_memory` returns: one row per module path, and the totals."""
+    """What :func:`module_memory` returns: one row per module path, and the totals.
+
+    ``activations_bytes`` and ``memory_analysis`` come from the
+    :class:`~linen.profiling.SavedActivations` given (``None`` without one).
+    """
 
     rows: tuple[MemoryRow, ...]
     params_bytes: int
     grads_bytes: int
     optimizer_bytes: int
     state_bytes: int
+    activations_bytes: int | None = None
+    memory_analysis: dict[str, int] | None = None
+
+    @property
+    def total_bytes(self) -> int:
+        """Parameters, gradients, optimizer state, other state and saved activations."""
+        return (
+            self.params_bytes
+            + self.grads_bytes
+            + self.optimizer_bytes
+            + self.state_bytes
+            + (self.activations_bytes or 0)
+        )
 
     def __getitem__(self, path: str) -> MemoryRow:
         for row in self.rows:
@@ -78,36 +110,38 @@ class ModuleMemory:
         return {row.path: row for row in self.rows}
 
     def __str__(self) -> str:
+        with_activations = self.activations_bytes is not None
         body = []
         for row in self.rows:
             depth = row.path.count('/') if row.path else 0
             name = '  ' * depth + (row.path.rsplit('/', 1)[-1] if row.path else display_path(''))
-            body.append(
-                [
-                    name,
-                    human(row.inclusive_params_bytes, 'B'),
-                    human(row.inclusive_grads_bytes, 'B'),
-                    human(row.inclusive_optimizer_bytes, 'B'),
-                    human(row.inclusive_state_bytes, 'B'),
-                    human(row.inclusive_total_bytes, 'B'),
-                ]
-            )
-        total = self.params_bytes + self.grads_bytes + self.optimizer_bytes + self.state_bytes
-        body.append(
-            [
-                'total',
-                human(self.params_bytes, 'B'),
-                human(self.grads_bytes, 'B'),
-                human(self.optimizer_bytes, 'B'),
-                human(self.state_bytes, 'B'),
-                human(total, 'B'),
+            cells = [
+                name,
+                human(row.inclusive_params_bytes, 'B'),
+                human(row.inclusive_grads_bytes, 'B'),
+                human(row.inclusive_optimizer_bytes, 'B'),
+                human(row.inclusive_state_bytes, 'B'),
             ]
-        )
-        return format_table(
-            'Memory per module (from array sizes)',
-            ['module', 'params', 'grads', 'optimizer', 'other state', 'total'],
-            body,
-        )
+            if with_activations:
+                cells.append(human(row.inclusive_activations_bytes or 0, 'B'))
+            body.append([*cells, human(row.inclusive_total_bytes, 'B')])
+        cells = [
+            'total',
+            human(self.params_bytes, 'B'),
+            human(self.grads_bytes, 'B'),
+            human(self.optimizer_bytes, 'B'),
+            human(self.state_bytes, 'B'),
+        ]
+        if with_activations:
+            cells.append(human(self.activations_bytes, 'B'))
+        body.append([*cells, human(self.total_bytes, 'B')])
+        header = ['module', 'params', 'grads', 'optimizer', 'other state']
+        if with_activations:
+            header.append('activations')
+        title = 'Memory per module (from array sizes)'
+        if with_activations:
+            title = 'Memory per module (activations from the compiled program, the rest from sizes)'
+        return format_table(title, [*header, 'total'], body)
 
 
 def _nbytes(leaf: Any) -> int:
@@ -137,13 +171,21 @@ def _leaves_by_path(tree: Any, prefix: tuple[str, ...] = ()):
                 yield '/'.join(prefix), value
 
 
-def module_memory(variables: Mapping, opt_state: Any = None) -> ModuleMemory:
-    """Bytes of parameters, gradients, optimizer state and other state per module path.
+def module_memory(
+    variables: Mapping, opt_state: Any = None, *, activations: Any = None
+) -> ModuleMemory:
+    """Bytes of parameters, gradients, optimizer state, other state and activations per module.
 
     Args:
       variables: the model's variables (``model.init(...)`` or arrays'
         ``jax.ShapeDtypeStruct``s, e.g. from ``jax.eval_shape``).
       opt_state: an optax state for ``variables['params']`` (or ``None``).
+      activations: a :class:`~linen.profiling.SavedActivations`
+        (:func:`~linen.profiling.saved_activations` of the train step) for the
+        activation bytes per module. Its label paths start with the root
+        module's label (``'MLP/Dense_0'``); that first component is dropped to
+        meet the variable paths (``'Dense_0'``), and the root module's own
+        saved values, with those outside every module, go to path ``''``.
 
     Returns:
       A :class:`ModuleMemory`; paths are variable paths without the collection
@@ -186,20 +228,31 @@ def module_memory(variables: Mapping, opt_state: Any = None) -> ModuleMemory:
                 visit(child)
 
         visit(opt_state)
+    if activations is not None:
+        for path, nbytes in activations.own.items():
+            add(path.split('/', 1)[1] if '/' in path else '', 'activations', nbytes)
     inclusive = inclusive_totals(own, len(_FIELDS))
     rows = []
     for path in sorted(inclusive, key=lambda p: (p == '', p.split('/'))):
         mine = own.get(path, [0.0] * len(_FIELDS))
         total = inclusive[path] if path else mine
+        measured = activations is not None
         rows.append(
             MemoryRow(
                 path,
-                *(int(v) for v in mine),
-                *(int(v) for v in total),
+                *(int(v) for v in mine[:4]),
+                *(int(v) for v in total[:4]),
+                activations_bytes=int(mine[4]) if measured else None,
+                inclusive_activations_bytes=int(total[4]) if measured else None,
             )
         )
     sums = [int(sum(values[i] for values in own.values())) for i in range(len(_FIELDS))]
-    return ModuleMemory(tuple(rows), *sums)
+    return ModuleMemory(
+        tuple(rows),
+        *sums[:4],
+        activations_bytes=sums[4] if activations is not None else None,
+        memory_analysis=getattr(activations, 'memory_analysis', None),
+    )
 
 
 def _same_structure(node: Any, structure: Any) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ['UNLABELLED', 'ancestors', 'format_table', 'human']
+__all__ = ['UNLABELLED', 'ancestors', 'bytes_text', 'format_table', 'human']
 
 UNLABELLED = '(no module)'
 """How the tables show ops that ran outside every labelled module."""
@@ -59,3 +59,14 @@ def format_table(title: str, header: Sequence[str], rows: Iterable[Sequence[str]
 
     rule = '-+-'.join('-' * width for width in widths)
     return '\n'.join([title, render(header), rule, *(render(row) for row in rows)])
+
+
+def bytes_text(size: float) -> str:
+    """Flax's byte counts: ``'1,000 B'``, ``'1.0 KB'`` (decimal units above 1,000 B)."""
+    if size <= 1000:
+        return f'{size:,.0f} B'
+    for unit in ('KB', 'MB', 'GB', 'TB'):
+        size /= 1000
+        if size <= 1000 or unit == 'TB':
+            break
+    return f'{size:.1f} {unit}'

@@ -8,11 +8,19 @@ counted from what ``init`` returns. FLOPs, when asked for, come from
 gradient), joined on the label path each call ran under; nothing compiles
 unless they are asked for. A call whose FLOPs cannot be known shows ``n/a``
 and the caption says why: never a silent 0.
+
+A model whose collectives name an axis bound outside it (``lax.psum(x, 'i')``
+in a model meant to run under ``jax.pmap(..., axis_name='i')`` or
+``shard_map``) is tabulated with that axis bound by ``jax.vmap`` over one
+device (``axis_size=1``): shapes are per device, as inside ``pmap``, and the
+caption says so. With ``show_sharding`` the table gains the layout of each
+parameter on the mesh (``_sharding.py``).
 """
 
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -20,6 +28,14 @@ from typing import Any
 
 from linen.core import DenyList
 from linen.profiling._recording import Call, recording
+from linen.profiling._report import bytes_text as _bytes_text
+from linen.profiling._sharding import (
+    Layout,
+    check_replicated,
+    context_mesh,
+    parameter_layouts,
+    sharding_cells,
+)
 
 __all__ = ['tabulate']
 
@@ -34,17 +50,7 @@ class _Row:
     variables: dict[str, tuple[list[tuple[str, str]], int, int]] = field(default_factory=dict)
     flops: str = ''
     vjp_flops: str = ''
-
-
-def _bytes_text(size: float) -> str:
-    """Flax's byte counts: ``'1,000 B'``, ``'1.0 KB'`` (decimal units above 1,000 B)."""
-    if size <= 1000:
-        return f'{size:,.0f} B'
-    for unit in ('KB', 'MB', 'GB', 'TB'):
-        size /= 1000
-        if size <= 1000 or unit == 'TB':
-            break
-    return f'{size:.1f} {unit}'
+    layouts: list[tuple[str, Layout]] = field(default_factory=list)
 
 
 def _leaf_text(value: Any) -> str | None:
@@ -162,20 +168,49 @@ def _variables_of(
     return result
 
 
-def _flops_by_label(fn: Callable, *args: Any) -> tuple[dict[str, float], str]:
-    """Inclusive FLOPs per label path of ``fn`` and, if some are unknown, why."""
+_PARTITIONS = re.compile(r'\bnum_partitions=(\d+)')
+_UNBOUND_AXIS = re.compile(r'unbound axis name: ([^\s.,]+)')
+
+
+def _flops_by_label(fn: Callable, *args: Any) -> tuple[dict[str, float], list[str]]:
+    """Inclusive FLOPs per label path of ``fn`` and what the reader must know about them."""
     from linen.profiling._costs import module_costs
     from linen.profiling._state import override_named_call
 
     with override_named_call(True):
         costs = module_costs(fn, *args)
-    note = ''
+    notes = []
     if costs.uncosted:
-        note = (
+        notes.append(
             f'{len(costs.uncosted)} instruction(s) without a known cost '
             f'({", ".join(costs.uncosted[:3])}): FLOPs are lower bounds'
         )
-    return {row.path: row.inclusive_flops for row in costs.rows}, note
+    header = costs.hlo_text.split('\n', 1)[0]
+    partitions = _PARTITIONS.search(header)
+    if partitions and int(partitions.group(1)) > 1:
+        notes.append(
+            f'per device: the program is partitioned over {partitions.group(1)} devices '
+            f'(shard_map or sharded arrays); work done on every device counts once'
+        )
+    return {row.path: row.inclusive_flops for row in costs.rows}, notes
+
+
+def _bind_axes(fn: Callable, axis_names: list[str]) -> Callable:
+    """``fn`` with each collective axis name bound by a ``vmap`` of size 1 (outputs: axis 0)."""
+    import jax
+
+    for name in axis_names:
+        fn = jax.vmap(fn, in_axes=None, out_axes=0, axis_size=1, axis_name=name)
+    return fn
+
+
+def _unbatch(tree: Any, count: int) -> Any:
+    """Shapes of ``tree`` without the ``count`` leading size-1 axes :func:`_bind_axes` added."""
+    import jax
+
+    if not count:
+        return tree
+    return jax.tree_util.tree_map(lambda s: jax.ShapeDtypeStruct(s.shape[count:], s.dtype), tree)
 
 
 def _summarize(
@@ -190,6 +225,9 @@ def _summarize(
     compute_flops: bool,
     compute_vjp_flops: bool,
     init_kwargs: Mapping[str, Any],
+    show_sharding: bool = False,
+    mesh: Any = None,
+    replicated_tolerance: float = 0.1,
 ) -> tuple[list[_Row], Mapping, list[str]]:
     import jax
 
@@ -197,28 +235,47 @@ def _summarize(
     extra = dict(init_kwargs)
     if 'method' in call_kwargs:
         extra['method'] = call_kwargs.pop('method')
-    with recording() as records:
-        variables = jax.eval_shape(
-            lambda r: module.init(r, *args, mutable=mutable, **extra, **call_kwargs), rngs
-        )
-    variables = dict(variables)
-    notes: list[str] = []
 
-    def apply(v, *a):
+    def init(r):
+        return module.init(r, *args, mutable=mutable, **extra, **call_kwargs)
+
+    # Collectives over an axis bound outside the model (pmap, shard_map) raise
+    # NameError when traced alone; such axes are bound over one device.
+    axis_names: list[str] = []
+    while True:
+        try:
+            with recording() as records:
+                variables = jax.eval_shape(_bind_axes(init, axis_names), rngs)
+            break
+        except NameError as error:
+            match = _UNBOUND_AXIS.search(str(error))
+            if match is None or match.group(1) in axis_names or len(axis_names) >= 8:
+                raise
+            axis_names.append(match.group(1))
+    variables = dict(_unbatch(variables, len(axis_names)))
+    notes: list[str] = []
+    if axis_names:
+        notes.append(
+            f'collectives over axis {", ".join(map(repr, axis_names))} (bound outside the '
+            f'model, by pmap or shard_map) ran over one device: shapes and FLOPs are per device'
+        )
+
+    def unbound_apply(v, *a):
         # Every collection mutable, so modules that update state (counters,
         # batch statistics) run as they do in training.
         apply_kwargs = {k: val for k, val in extra.items() if k == 'method'}
         rng_streams = rngs if isinstance(rngs, Mapping) else {'params': rngs}
         return module.apply(v, *a, mutable=True, rngs=rng_streams, **apply_kwargs, **call_kwargs)
 
+    apply = _bind_axes(unbound_apply, axis_names)
+
     flops: dict[str, float] = {}
     vjp_flops: dict[str, float] = {}
     failed: dict[str, str] = {}
     if compute_flops:
         try:
-            flops, note = _flops_by_label(apply, variables, *args)
-            if note:
-                notes.append(f'flops: {note}')
+            flops, flops_notes = _flops_by_label(apply, variables, *args)
+            notes.extend(f'flops: {note}' for note in flops_notes)
         except Exception as error:  # reported in the table, not swallowed
             failed['flops'] = f'{type(error).__name__}: {error}'
     if compute_vjp_flops:
@@ -239,13 +296,38 @@ def _summarize(
             for x in jax.eval_shape(float_outputs, variables, *args)
         ]
         try:
-            vjp_flops, note = _flops_by_label(forward_and_backward, variables, cotangents, *args)
-            if note:
-                notes.append(f'vjp_flops: {note}')
+            vjp_flops, vjp_notes = _flops_by_label(
+                forward_and_backward, variables, cotangents, *args
+            )
+            notes.extend(f'vjp_flops: {note}' for note in vjp_notes)
         except Exception as error:  # reported in the table, not swallowed
             failed['vjp_flops'] = f'{type(error).__name__}: {error}'
     for column, reason in failed.items():
         notes.append(f'{column}: n/a, compiling failed ({reason.splitlines()[0]})')
+
+    layouts: dict[str, Layout] = {}
+    if show_sharding:
+        mesh = mesh if mesh is not None else context_mesh()
+        layouts = parameter_layouts(variables, mesh)
+        if mesh is None:
+            notes.append(
+                'sharding: no mesh (pass mesh= or call under jax.set_mesh / with mesh:), '
+                'so bytes per device and replication are n/a'
+            )
+        else:
+            devices = 1
+            for size in dict(mesh.shape).values():
+                devices *= size
+            check_replicated(layouts, devices, replicated_tolerance)
+            unknown = {
+                axis: path for path, layout in layouts.items() for axis in layout.unknown_axes
+            }
+            if unknown:
+                named = ', '.join(f'{axis!r} (e.g. {path})' for axis, path in unknown.items())
+                notes.append(
+                    f'sharding: mesh axes {named} are not axes of the mesh '
+                    f'{tuple(dict(mesh.shape))}; counted as not splitting'
+                )
 
     rows: list[_Row] = []
     seen: set[tuple[str, ...]] = set()
@@ -261,6 +343,11 @@ def _summarize(
         row = _Row(call=call)
         if not repeated:
             row.variables = _variables_of(variables, call.path, summarize=at_limit)
+            prefix = '/'.join(call.path)
+            for name, _ in row.variables.get('params', ([], 0, 0))[0]:
+                key = f'{prefix}/{name}' if prefix else name
+                if key in layouts:
+                    row.layouts.append((name, layouts[key]))
         for column, table, enabled in (
             ('flops', flops, compute_flops),
             ('vjp_flops', vjp_flops, compute_vjp_flops),
@@ -291,6 +378,8 @@ def _render(
     *,
     compute_flops: bool,
     compute_vjp_flops: bool,
+    show_sharding: bool = False,
+    mesh_known: bool = True,
     console_kwargs: Mapping[str, Any] | None,
     table_kwargs: Mapping[str, Any],
     column_kwargs: Mapping[str, Any],
@@ -322,6 +411,8 @@ def _render(
         headers.append('flops')
     if compute_vjp_flops:
         headers.append('vjp_flops')
+    if show_sharding:
+        headers.extend(['logical axes', 'mesh spec', 'bytes/device', 'replication'])
     for header in [*headers, *collections]:
         table.add_column(header, **dict(column_kwargs))
 
@@ -346,6 +437,8 @@ def _render(
             cells.append(row.flops)
         if compute_vjp_flops:
             cells.append(row.vjp_flops)
+        if show_sharding:
+            cells.extend(sharding_cells(row.layouts, mesh_known))
         for collection in collections:
             entry = row.variables.get(collection)
             if entry is None:
@@ -384,6 +477,9 @@ def tabulate(
     column_kwargs: Mapping[str, Any] = MappingProxyType({}),
     compute_flops: bool = False,
     compute_vjp_flops: bool = False,
+    show_sharding: bool = False,
+    mesh: Any = None,
+    replicated_tolerance: float = 0.1,
     **kwargs: Any,
 ) -> Callable[..., str]:
     """A function that returns the summary table of ``module`` called on its arguments.
@@ -408,6 +504,16 @@ def tabulate(
       compute_vjp_flops: add a ``vjp_flops`` column: the FLOPs of each call in
         ``jax.vjp`` of the call (forward pass, then the backward pass with
         respect to the variables and the inputs).
+      show_sharding: add, for each parameter of a row, its logical axis names
+        (``with_logical_partitioning``), its mesh ``PartitionSpec``, its bytes
+        per device and its replication factor (devices holding the same
+        shard), and warn with
+        :class:`~linen.profiling.errors.ReplicatedParametersWarning` when
+        parameters split over no mesh axis exceed ``replicated_tolerance``.
+      mesh: the mesh for ``show_sharding`` (default: the box's own mesh, then
+        the context mesh of ``jax.set_mesh`` or ``with mesh:``).
+      replicated_tolerance: the share of parameter bytes that may be fully
+        replicated before the warning.
       **kwargs: keyword arguments of ``module.init`` (``method=``...).
 
     Returns:
@@ -433,7 +539,11 @@ def tabulate(
             compute_flops=compute_flops,
             compute_vjp_flops=compute_vjp_flops,
             init_kwargs=kwargs,
+            show_sharding=show_sharding,
+            mesh=mesh,
+            replicated_tolerance=replicated_tolerance,
         )
+        mesh_known = not any(note.startswith('sharding: no mesh') for note in notes)
         return _render(
             f'{type(module).__name__} Summary',
             rows,
@@ -441,6 +551,8 @@ def tabulate(
             notes,
             compute_flops=compute_flops,
             compute_vjp_flops=compute_vjp_flops,
+            show_sharding=show_sharding,
+            mesh_known=mesh_known,
             console_kwargs=console_kwargs,
             table_kwargs=table_kwargs,
             column_kwargs=column_kwargs,

@@ -29,6 +29,7 @@ from linen.profiling._xplane import XEvent, XPlane, read_xspace
 from linen.profiling.errors import (
     ProfileNoDeviceOpsError,
     ProfileTraceNotFoundError,
+    ProfileTraceUnreadableError,
     ProfileUnmatchedOpsWarning,
 )
 
@@ -141,6 +142,28 @@ def _op_events(planes: list[XPlane]) -> list[tuple[XEvent, float]]:
     return result
 
 
+def _missing(planes: list[XPlane], events: list[tuple[XEvent, float]]) -> str | None:
+    """What the trace lacks for op times, or ``None`` when it has op events with programs."""
+    if events:
+        if any('hlo_module' in event.stats for event, _ in events):
+            return None
+        return (
+            f'its {len(events)} op event(s) carry no "hlo_module" stat, so no event can be '
+            f'matched to the profiled program'
+        )
+    devices = [plane for plane in planes if plane.name.startswith('/device:')]
+    if devices:
+        described = '; '.join(
+            f'{plane.name} has lines {[line.name for line in plane.lines]}' for plane in devices[:4]
+        )
+        return f'no device plane has an "XLA Ops" line ({described})'
+    names = [plane.name for plane in planes]
+    return (
+        f'it has no "/device:..." plane and no event with an "hlo_op" stat on a host plane '
+        f'(planes: {names})'
+    )
+
+
 def times_from_xspace(
     data: bytes,
     program: str,
@@ -154,8 +177,19 @@ def times_from_xspace(
 
     ``hlo_text`` is the optimized HLO of the program that ran
     (``compiled.as_text()``); its ``op_name`` labels give the module paths.
+
+    Raises:
+      ProfileTraceUnreadableError: the trace has no op events this reader
+        knows (no ``XLA Ops`` line on a device plane, no ``hlo_op`` events on
+        a host plane) or its op events name no program; the message says what
+        is missing.
+      ProfileNoDeviceOpsError: op events exist, but none of ``program``.
     """
-    planes = read_xspace(data)
+    planes = read_xspace(data, xplane_path)
+    events = _op_events(planes)
+    missing = _missing(planes, events)
+    if missing is not None:
+        raise ProfileTraceUnreadableError(xplane_path, missing)
     module = parse_hlo_module(hlo_text)
     unmatched: dict[str, None] = {}
     own: dict[str, list[float]] = {}
@@ -163,7 +197,7 @@ def times_from_xspace(
     seen_programs = []
     matched = 0
     shares_cache: dict[str, dict[str, float]] = {}
-    for event, seconds in _op_events(planes):
+    for event, seconds in events:
         module_name = event.stats.get('hlo_module', '')
         seen_programs.append(str(module_name))
         if module_name != program:
@@ -247,6 +281,8 @@ def profile(
 
     Raises:
       ProfileTraceNotFoundError: the profiler wrote no trace under ``logdir``.
+      ProfileTraceUnreadableError: the trace lacks the planes, lines or stats op
+        times are read from (it says which).
       ProfileNoDeviceOpsError: the trace has no op events of ``fn``'s program.
     """
     import time

@@ -193,6 +193,19 @@ def _event(buf: bytes, event_names: dict[int, str], stat_names: dict[int, str]) 
     return event
 
 
-def read_xspace(data: bytes) -> list[XPlane]:
-    """Decode a serialized ``XSpace`` into its planes."""
-    return [_plane(raw) for number, _, raw in _fields(data) if number == 1]
+def read_xspace(data: bytes, path: str = '') -> list[XPlane]:
+    """Decode a serialized ``XSpace`` into its planes.
+
+    Raises:
+      ProfileTraceUnreadableError: ``data`` is not a serialized ``XSpace``
+        (truncated, or another file); ``path`` names it in the message.
+    """
+    from linen.profiling.errors import ProfileTraceUnreadableError
+
+    try:
+        return [_plane(raw) for number, _, raw in _fields(data) if number == 1]
+    except (IndexError, ValueError, struct.error) as error:
+        raise ProfileTraceUnreadableError(
+            path,
+            f'the data is not a serialized XSpace protobuf (truncated or another file: {error})',
+        ) from error

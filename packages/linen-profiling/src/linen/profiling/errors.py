@@ -5,6 +5,9 @@ from __future__ import annotations
 from linen.core.errors import LinenError
 
 __all__ = [
+    'MemoryAnalysisUnavailableWarning',
+    'ProfileTraceUnreadableError',
+    'ReplicatedParametersWarning',
     'UnknownDevicePeakError',
     'ProfileUnmatchedOpsWarning',
     'UncostedInstructionWarning',
@@ -118,3 +121,84 @@ class UnknownDevicePeakError(LinenError, LookupError):
 
     def __reduce__(self):
         return (type(self), (self.device_kind, self.known))
+
+
+class MemoryAnalysisUnavailableWarning(UserWarning):
+    """The backend gave no ``compiled.memory_analysis()``; there is nothing to compare with.
+
+    :func:`~linen.profiling.saved_activations` still reports the saved bytes it
+    read from the HLO; ``SavedActivations.memory_analysis`` is ``None``.
+    """
+
+    def __init__(self, reason: str = ''):
+        self.reason = reason
+        super().__init__(
+            f'compiled.memory_analysis() is not available on this backend ({reason}); '
+            f'SavedActivations.memory_analysis is None (not zeros). The saved-activation '
+            f'bytes come from the HLO and are unaffected.'
+        )
+
+    def __reduce__(self):
+        return (type(self), (self.reason,))
+
+
+class ProfileTraceUnreadableError(LinenError, ValueError):
+    """The trace has device planes, but not what :func:`profile` reads from them.
+
+    On GPU the op events are on the ``XLA Ops`` line of each ``/device:GPU:N``
+    plane, each event naming its HLO instruction and carrying the ``hlo_module``
+    stat; on CPU they are events with an ``hlo_op`` stat on the ``/host:CPU``
+    plane. A trace without them (another profiler version, a trace recorded
+    with device tracing off) cannot be attributed to modules.
+
+    >>> print(ProfileTraceUnreadableError('/t.xplane.pb', 'no "XLA Ops" line'))
+    Cannot read op times from the trace '/t.xplane.pb': no "XLA Ops" line. ...
+    """
+
+    def __init__(self, xplane_path: str = '', missing: str = ''):
+        self.xplane_path, self.missing = xplane_path, missing
+        super().__init__(
+            f'Cannot read op times from the trace {xplane_path!r}: {missing}. The reader '
+            f'expects, per device plane "/device:GPU:N" (or "/device:TPU:N"), an "XLA Ops" '
+            f'line whose events carry the "hlo_module" stat (names the program) and are named '
+            f'after HLO instructions, or, on CPU, "/host:CPU" events with "hlo_op" and '
+            f'"hlo_module" stats. Record the trace with jax.profiler.trace on a jaxlib whose '
+            f'profiler writes these (open it in XProf to see which planes it has).'
+        )
+
+    def __reduce__(self):
+        return (type(self), (self.xplane_path, self.missing))
+
+
+class ReplicatedParametersWarning(UserWarning):
+    """Parameters held whole on every device take more memory than the tolerance allows.
+
+    Raised as a warning by :func:`~linen.profiling.tabulate` with
+    ``sharding=True``; ``offenders`` lists ``(path, bytes per device,
+    replication factor)`` for the largest replicated parameters, largest first.
+    """
+
+    def __init__(
+        self,
+        replicated_bytes: int = 0,
+        total_bytes: int = 0,
+        tolerance: float = 0.0,
+        offenders: tuple = (),
+    ):
+        self.replicated_bytes, self.total_bytes = replicated_bytes, total_bytes
+        self.tolerance, self.offenders = tolerance, tuple(offenders)
+        share = replicated_bytes / total_bytes if total_bytes else 0.0
+        shown = ', '.join(f'{path} ({size:,} B x{factor})' for path, size, factor in self.offenders)
+        super().__init__(
+            f'{replicated_bytes:,} B of {total_bytes:,} B of parameters ({share:.0%}) are '
+            f'replicated on more than one device, above the tolerance of {tolerance:.0%}. '
+            f'Largest: {shown}. Shard them: give them logical axis names '
+            f'(nn.with_logical_partitioning) mapped to mesh axes by the rules, or raise '
+            f'replicated_tolerance= if this is intended.'
+        )
+
+    def __reduce__(self):
+        return (
+            type(self),
+            (self.replicated_bytes, self.total_bytes, self.tolerance, self.offenders),
+        )
