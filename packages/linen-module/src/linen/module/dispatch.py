@@ -42,6 +42,7 @@ __all__ = [
     'active_wrappers',
     'call_wrapped_method',
     'field_names',
+    'in_compact_method',
     'in_setup',
     'invalidate_method_wrappers',
     'mark_dispatched',
@@ -75,3 +76,12 @@ def in_setup(module: Any) -> bool:
     """Whether ``module`` is running its ``setup`` right now (False for non-Modules)."""
     state = getattr(module, '_state', None)
     return bool(getattr(state, 'in_setup', False))
+
+
+def in_compact_method(module: Any) -> bool:
+    """Whether a ``@compact`` method of ``module`` is running now (False for non-Modules).
+
+    A lifted function called from there runs in compact mode too, as in Flax.
+    """
+    state = getattr(module, '_state', None)
+    return bool(getattr(state, 'in_compact_method', False))

@@ -77,8 +77,13 @@ def scan(
     unroll: int = 1,
     data_transform: Callable | None = None,
     metadata_params: Mapping[Any, Any] | None = None,
+    check_constancy_invariants: bool = True,
 ) -> Callable:
-    """``lax.scan`` of ``fn(scope, carry, *xs) -> (carry, ys)`` with per-collection rules."""
+    """``lax.scan`` of ``fn(scope, carry, *xs) -> (carry, ys)`` with per-collection rules.
+
+    ``check_constancy_invariants=False`` skips the run before the loop (Flax's
+    meaning): broadcast collections are not created, and nothing is checked.
+    """
     variable_axes = dict(variable_axes or {})
     split_rngs = dict(split_rngs or {})
     axis_filters = tuple(variable_axes.keys())
@@ -140,7 +145,9 @@ def scan(
             )
             return inner, c, ys
 
-        if any(in_filter(mutable, c) for c in _broadcast_cols(variable_broadcast)):
+        if not check_constancy_invariants:
+            pass
+        elif any(in_filter(mutable, c) for c in _broadcast_cols(variable_broadcast)):
             inner, _, _ = first_step(variables, carry, first)
             bcast_vars.update(_pack.inner_mutated(inner, (variable_broadcast,))[0])
         else:
