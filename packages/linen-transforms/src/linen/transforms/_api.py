@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from linen.core import errors
+from linen.module import Module
 from linen.module.dispatch import call_wrapped_method, field_names, in_compact_method
 from linen.transforms import (
     _args,
@@ -309,9 +310,13 @@ def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dic
 def _on_module(fn: Callable, mdl: Any) -> Callable:
     """``body(scope, *args)`` running ``fn(mdl', *args)`` with ``mdl'`` bound to ``scope``.
 
-    The clone runs in compact mode, so submodules ``fn`` creates belong to it.
+    The clone runs in compact mode, so submodules ``fn`` creates belong to it. A bound
+    method of a Module (``nn.cond(pred, self.left, self.right, self, x)``) runs its
+    function on the clone, as in Flax.
     """
     name = getattr(fn, '__name__', 'fn')
+    if isinstance(getattr(fn, '__self__', None), Module):
+        fn = fn.__func__
 
     def body(scope, *args, **kwargs):
         clone = mdl.clone(parent=scope)

@@ -68,6 +68,47 @@ def extract(args: tuple, kwargs: dict) -> tuple[tuple, dict, list]:
     return args, kwargs, found
 
 
+def extract_fields(module: Any, objects: list) -> dict:
+    """Bound Modules held in ``module``'s fields, replaced by slots (appended to ``objects``).
+
+    As in Flax, a module given to a transformed class as a field
+    (``nn.vmap(Block, ...)(dense)``) has its variables lifted too. Submodules the
+    module adopted itself (its own children) are lifted with it already.
+    """
+    updates = {}
+    for name in field_names(type(module)):
+        value = module.__dict__.get(name)
+        if not isinstance(value, (Module, list, tuple, dict)):
+            continue
+
+        def take(x):
+            if isinstance(x, Module) and x.scope is not None and x.parent is not module:
+                objects.append(x)
+                return Slot(len(objects) - 1)
+            return x
+
+        is_module = lambda x: isinstance(x, Module)
+        new = jax.tree_util.tree_map(take, value, is_leaf=is_module)
+        if any(isinstance(leaf, Slot) for leaf in _slots(new)):
+            updates[name] = new
+    return updates
+
+
+def _slots(tree: Any) -> list:
+    return [
+        x
+        for x in jax.tree_util.tree_leaves(tree, is_leaf=lambda x: isinstance(x, Slot))
+        if isinstance(x, Slot)
+    ]
+
+
+def restore_fields(updates: dict, objects: list, inner_scopes: tuple) -> dict:
+    """The field values of :func:`extract_fields`, each module rebound inside."""
+    if not updates:
+        return {}
+    return restore((), updates, objects, inner_scopes)[1]
+
+
 def scopes_of(objects: list) -> tuple:
     """The scope each lifted object lifts."""
     return tuple(o.scope for o in objects)

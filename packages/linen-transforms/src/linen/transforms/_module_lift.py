@@ -104,14 +104,19 @@ def _class_method(
         if scope is None:
             raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
         objects: list = []
+        fields: dict = {}
         if multi_scope:
             args, kwargs, objects = _args.extract(args, kwargs)
+            fields = _args.extract_fields(self, objects)
 
         def body(inner_scope, *a, **k):
+            updates = {}
             if objects:
                 inner_scope, others = inner_scope[0], inner_scope[1:]
                 a, k = _args.restore(a, k, objects, others)
-            return _check_returns(orig(self.clone(parent=inner_scope), *a, **k), method_name)
+                updates = _args.restore_fields(fields, objects, others)
+            clone = self.clone(parent=inner_scope, **updates)
+            return _check_returns(orig(clone, *a, **k), method_name)
 
         scopes = (scope, *_args.scopes_of(objects)) if objects else scope
         return make_lifted(body)(scopes, *args, **kwargs)
