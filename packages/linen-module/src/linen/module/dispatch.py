@@ -46,6 +46,7 @@ __all__ = [
     'in_setup',
     'invalidate_method_wrappers',
     'mark_dispatched',
+    'setup_called',
 ]
 
 F = TypeVar('F', bound=Callable[..., Any])
@@ -85,3 +86,9 @@ def in_compact_method(module: Any) -> bool:
     """
     state = getattr(module, '_state', None)
     return bool(getattr(state, 'in_compact_method', False))
+
+
+def setup_called(module: Any) -> bool:
+    """Whether ``module``'s ``setup`` has run (False for non-Modules)."""
+    state = getattr(module, '_state', None)
+    return bool(getattr(state, 'setup_called', False))

@@ -19,7 +19,7 @@ from linen.transforms import (
     _variables,
     _vmap,
 )
-from linen.transforms._module_lift import _check_returns, _mark, lift
+from linen.transforms._module_lift import _check_returns, _mark, check_setup, lift
 
 broadcast = _scan.broadcast
 
@@ -297,6 +297,7 @@ def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dic
             raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
         # Bound Modules and Variables among the arguments are lifted too (Flax's
         # multi-scope lifting); they leave the arguments as empty pytrees.
+        check_setup(self)
         args, kwargs, objects = _args.extract(args, kwargs)
         scopes = (self.scope, *_args.scopes_of(objects)) if objects else self.scope
         return jitted((self, in_compact_method(self), objects), scopes, *args, **kwargs)

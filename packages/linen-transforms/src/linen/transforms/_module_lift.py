@@ -15,8 +15,14 @@ from typing import Any
 import jax
 
 from linen.core import Variable, errors
+from linen.core.lifting import RngStream, detached_scope
 from linen.module import Module
-from linen.module.dispatch import call_wrapped_method, in_compact_method, mark_dispatched
+from linen.module.dispatch import (
+    call_wrapped_method,
+    in_compact_method,
+    mark_dispatched,
+    setup_called,
+)
 from linen.transforms import _args
 
 # make_lifted(body) -> lifted(scope, *args, **kwargs); body(scope, *args, **kwargs)
@@ -35,6 +41,39 @@ def _check_returns(y: Any, method_name: str) -> Any:
         if _is_module_or_variable(leaf):
             raise errors.TransformedMethodReturnValueError(method_name)
     return y
+
+
+_CHECKED = '_linen_transforms_setup_checked'
+
+
+def check_setup(module: Any) -> None:
+    """Run ``module``'s ``setup`` once, abstractly, before it enters a transform (as Flax).
+
+    Errors of ``setup`` (a name used twice, a typo) then surface outside any trace.
+    The run uses a clone on a throwaway scope under ``jax.eval_shape``: nothing it
+    creates is kept. Flax does the same, so ``setup`` runs as many times here as
+    there (programs that count its calls see Flax's numbers).
+    """
+    d = module.__dict__
+    if d.get(_CHECKED) or setup_called(module):
+        return
+    d[_CHECKED] = True  # an instance attribute outside the dataclass fields
+
+    def run(_):
+        root = detached_scope(
+            name=None,
+            path=(),
+            variables={},
+            mutable=True,
+            rngs={'params': RngStream(jax.random.key(0))},
+            rng_counters={},
+            flags={},
+        )
+        clone = module.clone(parent=root)
+        call_wrapped_method(clone, lambda m: None, 'setup', False, (), {})
+        return 0
+
+    jax.eval_shape(run, 0)
 
 
 def _is_module_or_variable(x: Any) -> bool:
@@ -58,6 +97,7 @@ def lift_method(fn: Callable, make_lifted: MakeLifted, multi_scope: bool = False
         if scope is None:
             raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
         compact = is_compact or in_compact_method(self)
+        check_setup(self)
         objects: list = []
         if multi_scope:
             args, kwargs, objects = _args.extract(args, kwargs)
@@ -103,6 +143,7 @@ def _class_method(
         scope = self.scope
         if scope is None:
             raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
+        check_setup(self)
         objects: list = []
         fields: dict = {}
         if multi_scope:
