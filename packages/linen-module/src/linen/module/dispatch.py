@@ -3,8 +3,9 @@
 linen-transforms runs a Module method inside a lifted transform through the same
 dispatcher a plain call takes (:func:`call_wrapped_method`), keys its jit cache on
 the active method wrappers and on a Module's dataclass fields, and marks the
-methods it wraps itself so the dispatcher leaves them alone; linen-profiling asks
-whether a module is inside ``setup``. This module is the contract between
+methods it wraps itself so the dispatcher leaves them alone, and asks whether a
+compact method is running or ``setup`` has run; linen-profiling asks whether a
+module is inside ``setup``. This module is the contract between
 linen-module and those siblings (and third-party packages that do the same):
 the implementation in ``_dispatch.py``, ``_module.py`` and ``_state.py`` may change
 in any release, the names in ``__all__`` keep their signature and meaning for a
