@@ -221,6 +221,37 @@ def scan_constancy_checked(nn):
     return Top
 
 
+def scan_field_module(nn, rule):
+    """A module given to an nn.scan-ed class as a field (was UnexpectedTracerError)."""
+
+    class Body(nn.Module):
+        dense: nn.Module
+
+        @nn.compact
+        def __call__(self, c, x):
+            return jnp.tanh(self.dense(c) + x), c
+
+    class Top(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            d = nn.Dense(3)
+            if rule == 'axes':
+                S = nn.scan(Body, variable_axes={'params': 0}, split_rngs={'params': True})
+            else:
+                S = nn.scan(Body, variable_broadcast='params', split_rngs={'params': False})
+            return S(d)(x[0], jnp.stack([x, -x]))
+
+    return Top()
+
+
+def scan_field_module_axes(nn):
+    return scan_field_module(nn, 'axes')
+
+
+def scan_field_module_broadcast(nn):
+    return scan_field_module(nn, 'broadcast')
+
+
 PROGRAMS = {
     f.__name__: f
     for f in (
@@ -233,6 +264,8 @@ PROGRAMS = {
         vmap_in_vmap_setup,
         remat_module_arg,
         cond_bound_methods,
+        scan_field_module_axes,
+        scan_field_module_broadcast,
     )
 }
 
@@ -322,7 +355,26 @@ def jit_variable_arg(nn):
     return Top()
 
 
-@pytest.mark.parametrize('make', [jit_module_arg, jit_lambda_module_arg])
+def jit_field_module(nn):
+    """A module given to an nn.jit-ed class as a field (was UnexpectedTracerError)."""
+
+    class Body(nn.Module):
+        dense: nn.Module
+
+        @nn.compact
+        def __call__(self, x):
+            return 2.0 * self.dense(x)
+
+    class Top(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            d = nn.Dense(3)
+            return nn.jit(Body)(d)(x) + d(x)
+
+    return Top()
+
+
+@pytest.mark.parametrize('make', [jit_module_arg, jit_lambda_module_arg, jit_field_module])
 def test_jit_with_module_arguments_matches_flax_on_flax_variables(make):
     flax_vars = make(flax_nn).init(jax.random.key(0), X)
     ours_vars = make(linen_nn).init(jax.random.key(0), X)

@@ -101,7 +101,7 @@ def scan(
             check_constancy_invariants,
         )
 
-    return lift('Scan', target, make, methods)
+    return lift('Scan', target, make, methods, multi_scope=True)
 
 
 def checkpoint(
@@ -272,8 +272,12 @@ def _module_key(extra, labelled: bool):
     The instance name joins only while method wrappers (profiling labels) are
     active: labels differ per instance, so the compiled programs do too.
     """
-    module, compact, objects = extra
-    fields = tuple(module.__dict__[f] for f in field_names(type(module)))
+    module, compact, objects, lifted_fields = extra
+    # Lifted field modules count by their slot (their own key is in `objects`).
+    fields = tuple(
+        lifted_fields[f] if f in lifted_fields else module.__dict__[f]
+        for f in field_names(type(module))
+    )
     name = module.name if labelled else None
     key = (type(module), name, _jit._hashable(fields), compact, _args.cache_key(objects))
     return key, extra
@@ -282,11 +286,13 @@ def _module_key(extra, labelled: bool):
 def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dict) -> Callable:
 
     def body(extra, inner_scope, *args, **kwargs):
-        module, compact, objects = extra
+        module, compact, objects, fields = extra
+        updates = {}
         if objects:
             inner_scope, others = inner_scope[0], inner_scope[1:]
             args, kwargs = _args.restore(args, kwargs, objects, others)
-        y = runner(module.clone(parent=inner_scope), compact, *args, **kwargs)
+            updates = _args.restore_fields(fields, objects, others)
+        y = runner(module.clone(parent=inner_scope, **updates), compact, *args, **kwargs)
         return _check_returns(y, method_name)
 
     jitted = _jit.jit(body, **options)
@@ -299,8 +305,10 @@ def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dic
         # multi-scope lifting); they leave the arguments as empty pytrees.
         check_setup(self)
         args, kwargs, objects = _args.extract(args, kwargs)
+        fields = _args.extract_fields(self, objects)
         scopes = (self.scope, *_args.scopes_of(objects)) if objects else self.scope
-        return jitted((self, in_compact_method(self), objects), scopes, *args, **kwargs)
+        extra = (self, in_compact_method(self), objects, fields)
+        return jitted(extra, scopes, *args, **kwargs)
 
     return _mark(lifted)
 

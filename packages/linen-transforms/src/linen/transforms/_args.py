@@ -33,6 +33,12 @@ class Slot:
     def __repr__(self) -> str:
         return f'Slot({self.index})'
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Slot) and other.index == self.index
+
+    def __hash__(self) -> int:
+        return hash((Slot, self.index))
+
 
 jax.tree_util.register_pytree_node(Slot, lambda s: ((), s.index), lambda i, _: Slot(i))
 

@@ -99,14 +99,18 @@ def lift_method(fn: Callable, make_lifted: MakeLifted, multi_scope: bool = False
         compact = is_compact or in_compact_method(self)
         check_setup(self)
         objects: list = []
+        fields: dict = {}
         if multi_scope:
             args, kwargs, objects = _args.extract(args, kwargs)
+            fields = _args.extract_fields(self, objects)
 
         def body(inner_scope, *a, **k):
+            updates = {}
             if objects:
                 inner_scope, others = inner_scope[0], inner_scope[1:]
                 a, k = _args.restore(a, k, objects, others)
-            clone = self.clone(parent=inner_scope)
+                updates = _args.restore_fields(fields, objects, others)
+            clone = self.clone(parent=inner_scope, **updates)
             y = call_wrapped_method(clone, fn, method_name, compact, a, k)
             return _check_returns(y, method_name)
 
