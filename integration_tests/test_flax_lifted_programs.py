@@ -239,7 +239,7 @@ def scan_field_module(nn, rule):
                 S = nn.scan(Body, variable_axes={'params': 0}, split_rngs={'params': True})
             else:
                 S = nn.scan(Body, variable_broadcast='params', split_rngs={'params': False})
-            return S(d)(x[0], jnp.stack([x, -x]))
+            return S(d)(x[0], x)
 
     return Top()
 
