@@ -252,6 +252,27 @@ def scan_field_module_broadcast(nn):
     return scan_field_module(nn, 'broadcast')
 
 
+def setup_shared_into_scan(nn):
+    """A setup submodule used by the parent and, as a field, by an nn.scan-ed sibling."""
+
+    class Block(nn.Module):
+        dense: nn.Module
+
+        def __call__(self, c, x):
+            return self.dense(c) + x, c
+
+    class Top(nn.Module):
+        def setup(self):
+            self.shared = nn.Dense(3)
+            scan = nn.scan(Block, variable_broadcast='params', split_rngs={'params': False})
+            self.s = scan(self.shared)
+
+        def __call__(self, x):
+            return self.s(self.shared(x[0]), x)
+
+    return Top()
+
+
 PROGRAMS = {
     f.__name__: f
     for f in (
@@ -266,6 +287,7 @@ PROGRAMS = {
         cond_bound_methods,
         scan_field_module_axes,
         scan_field_module_broadcast,
+        setup_shared_into_scan,
     )
 }
 
