@@ -38,7 +38,7 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
         'scan': (
             'differs',
             'keyword arguments reach the body (Flax drops them with a `RuntimeWarning`); '
-            'a body writing a collection no scan rule covers raises `ScanCollectionError` '
+            'Modules passed as arguments or fields are lifted, as in Flax; a body writing a collection no scan rule covers raises `ScanCollectionError` '
             '(Flax drops the write).',
         ),
         'Module': (
