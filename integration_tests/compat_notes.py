@@ -21,7 +21,8 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
             'differs',
             'the parameters a key gives do not change under `nn.jit` (Flax documents that '
             'they do); retraces when fields, static args, scope structure or profiling '
-            'labels change. Modules as arguments: not yet.',
+            'labels change. Modules and Variables as arguments are lifted, as in Flax; '
+            '`setup` runs once per trace, not again on every call as in Flax.',
         ),
         'remat': (
             'differs',
@@ -29,10 +30,16 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
             'call; `static_argnums=(0,)` raises; negative indices count from the end.',
         ),
         'checkpoint': ('differs', 'same as `remat`.'),
+        'vmap': (
+            'differs',
+            'keyword arguments reach the vmapped function (Flax drops them with a '
+            '`RuntimeWarning`); Modules and Variables passed as arguments are lifted, as in Flax.',
+        ),
         'scan': (
             'differs',
-            '`check_constancy_invariants` is not accepted yet; a body writing a collection no '
-            'scan rule covers raises `ScanCollectionError` (Flax drops the write).',
+            'keyword arguments reach the body (Flax drops them with a `RuntimeWarning`); '
+            'Modules passed as arguments or fields are lifted, as in Flax; a body writing a collection no scan rule covers raises `ScanCollectionError` '
+            '(Flax drops the write).',
         ),
         'Module': (
             'differs',

@@ -46,9 +46,11 @@ CONTRACTS = {
         'active_wrappers',
         'call_wrapped_method',
         'field_names',
+        'in_compact_method',
         'in_setup',
         'invalidate_method_wrappers',
         'mark_dispatched',
+        'setup_called',
     ],
 }
 

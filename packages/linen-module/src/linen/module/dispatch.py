@@ -3,8 +3,9 @@
 linen-transforms runs a Module method inside a lifted transform through the same
 dispatcher a plain call takes (:func:`call_wrapped_method`), keys its jit cache on
 the active method wrappers and on a Module's dataclass fields, and marks the
-methods it wraps itself so the dispatcher leaves them alone; linen-profiling asks
-whether a module is inside ``setup``. This module is the contract between
+methods it wraps itself so the dispatcher leaves them alone, and asks whether a
+compact method is running or ``setup`` has run; linen-profiling asks whether a
+module is inside ``setup``. This module is the contract between
 linen-module and those siblings (and third-party packages that do the same):
 the implementation in ``_dispatch.py``, ``_module.py`` and ``_state.py`` may change
 in any release, the names in ``__all__`` keep their signature and meaning for a
@@ -42,9 +43,11 @@ __all__ = [
     'active_wrappers',
     'call_wrapped_method',
     'field_names',
+    'in_compact_method',
     'in_setup',
     'invalidate_method_wrappers',
     'mark_dispatched',
+    'setup_called',
 ]
 
 F = TypeVar('F', bound=Callable[..., Any])
@@ -75,3 +78,18 @@ def in_setup(module: Any) -> bool:
     """Whether ``module`` is running its ``setup`` right now (False for non-Modules)."""
     state = getattr(module, '_state', None)
     return bool(getattr(state, 'in_setup', False))
+
+
+def in_compact_method(module: Any) -> bool:
+    """Whether a ``@compact`` method of ``module`` is running now (False for non-Modules).
+
+    A lifted function called from there runs in compact mode too, as in Flax.
+    """
+    state = getattr(module, '_state', None)
+    return bool(getattr(state, 'in_compact_method', False))
+
+
+def setup_called(module: Any) -> bool:
+    """Whether ``module``'s ``setup`` has run (False for non-Modules)."""
+    state = getattr(module, '_state', None)
+    return bool(getattr(state, 'setup_called', False))

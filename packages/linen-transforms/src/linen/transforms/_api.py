@@ -7,9 +7,19 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from linen.core import errors
-from linen.module.dispatch import call_wrapped_method, field_names
-from linen.transforms import _autodiff, _control, _jit, _remat, _scan, _variables, _vmap
-from linen.transforms._module_lift import _check_returns, _mark, lift
+from linen.module import Module
+from linen.module.dispatch import call_wrapped_method, field_names, in_compact_method
+from linen.transforms import (
+    _args,
+    _autodiff,
+    _control,
+    _jit,
+    _remat,
+    _scan,
+    _variables,
+    _vmap,
+)
+from linen.transforms._module_lift import _check_returns, _mark, check_setup, lift
 
 broadcast = _scan.broadcast
 
@@ -46,7 +56,7 @@ def vmap(
             metadata_params,
         )
 
-    return lift('Vmap', target, make, methods)
+    return lift('Vmap', target, make, methods, multi_scope=True)
 
 
 def scan(
@@ -64,8 +74,15 @@ def scan(
     metadata_params: Mapping[Any, Any] = {},
     methods: Sequence[str] | None = None,
     _split_transpose: bool = False,
+    check_constancy_invariants: bool = True,
 ) -> Any:
-    """Loop a Module (``(carry, *xs) -> (carry, ys)``) over an axis with ``lax.scan``."""
+    """Loop a Module (``(carry, *xs) -> (carry, ys)``) over an axis with ``lax.scan``.
+
+    ``check_constancy_invariants=False`` (as in Flax) skips the extra run before the
+    loop: broadcast collections are then not created there, so initialising a
+    ``variable_broadcast`` collection fails (``ScopeCollectionNotFound``) and only
+    ``apply`` with existing variables works.
+    """
 
     def make(body):
         return _scan.scan(
@@ -81,9 +98,10 @@ def scan(
             unroll,
             data_transform,
             metadata_params,
+            check_constancy_invariants,
         )
 
-    return lift('Scan', target, make, methods)
+    return lift('Scan', target, make, methods, multi_scope=True)
 
 
 def checkpoint(
@@ -114,7 +132,8 @@ def checkpoint(
     def make(body):
         return _remat.checkpoint(body, prevent_cse, call_argnums, policy, concrete)
 
-    lifted = lift('Checkpoint', target, make, methods)  # a bad target fails here first
+    # a bad target fails here first
+    lifted = lift('Checkpoint', target, make, methods, multi_scope=True)
     if call_argnums:
         if isinstance(target, type):
             for method_name in methods or ('__call__',):
@@ -210,7 +229,12 @@ def jit(
         attrs: dict[str, Any] = {'__module__': target.__module__}
         for method_name in methods or ('__call__',):
             orig = getattr(target, method_name)
-            attrs[method_name] = _jit_method(orig, method_name, orig, options)
+            attrs[method_name] = _jit_method(
+                orig,
+                method_name,
+                lambda clone, _, *a, orig=orig, **k: orig(clone, *a, **k),
+                options,
+            )
         jitted_cls = type(f'Jit{target.__name__}', (target,), attrs)
         if cache_key is not None:
             _JIT_CLASSES[cache_key] = jitted_cls
@@ -220,8 +244,9 @@ def jit(
         is_compact = bool(getattr(fn, 'compact', False))
         name = getattr(fn, '__name__', 'method')
 
-        def runner(clone, *a, **k):
-            return call_wrapped_method(clone, fn, name, is_compact, a, k)
+        def runner(clone, compact, *a, **k):
+            # As in Flax, the function runs in compact mode when called from a compact method.
+            return call_wrapped_method(clone, fn, name, is_compact or compact, a, k)
 
         return _jit_method(fn, name, runner, options)
     raise errors.TransformTargetError(target)
@@ -240,23 +265,35 @@ def _options_key(options: dict) -> tuple:
     )
 
 
-def _module_key(module, labelled: bool):
-    """The part of a module that decides its trace: class and fields.
+def _module_key(extra, labelled: bool):
+    """The part of a call that decides its trace: the module's class and fields, whether
+    it runs in compact mode, and the Modules and Variables lifted from the arguments.
 
     The instance name joins only while method wrappers (profiling labels) are
     active: labels differ per instance, so the compiled programs do too.
     """
-    fields = tuple(module.__dict__[f] for f in field_names(type(module)))
+    module, compact, objects, lifted_fields = extra
+    # Lifted field modules count by their slot (their own key is in `objects`).
+    fields = tuple(
+        lifted_fields[f] if f in lifted_fields else module.__dict__[f]
+        for f in field_names(type(module))
+    )
     name = module.name if labelled else None
-    return (type(module), name, _jit._hashable(fields)), module
+    key = (type(module), name, _jit._hashable(fields), compact, _args.cache_key(objects))
+    return key, extra
 
 
 def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dict) -> Callable:
 
-    def body(module, inner_scope, *args, **kwargs):
-        return _check_returns(
-            runner(module.clone(parent=inner_scope), *args, **kwargs), method_name
-        )
+    def body(extra, inner_scope, *args, **kwargs):
+        module, compact, objects, fields = extra
+        updates = {}
+        if objects:
+            inner_scope, others = inner_scope[0], inner_scope[1:]
+            args, kwargs = _args.restore(args, kwargs, objects, others)
+            updates = _args.restore_fields(fields, objects, others)
+        y = runner(module.clone(parent=inner_scope, **updates), compact, *args, **kwargs)
+        return _check_returns(y, method_name)
 
     jitted = _jit.jit(body, **options)
 
@@ -264,7 +301,14 @@ def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dic
     def lifted(self, *args, **kwargs):
         if self.scope is None:
             raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
-        return jitted(self, self.scope, *args, **kwargs)
+        # Bound Modules and Variables among the arguments are lifted too (Flax's
+        # multi-scope lifting); they leave the arguments as empty pytrees.
+        check_setup(self)
+        args, kwargs, objects = _args.extract(args, kwargs)
+        fields = _args.extract_fields(self, objects)
+        scopes = (self.scope, *_args.scopes_of(objects)) if objects else self.scope
+        extra = (self, in_compact_method(self), objects, fields)
+        return jitted(extra, scopes, *args, **kwargs)
 
     return _mark(lifted)
 
@@ -275,9 +319,13 @@ def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dic
 def _on_module(fn: Callable, mdl: Any) -> Callable:
     """``body(scope, *args)`` running ``fn(mdl', *args)`` with ``mdl'`` bound to ``scope``.
 
-    The clone runs in compact mode, so submodules ``fn`` creates belong to it.
+    The clone runs in compact mode, so submodules ``fn`` creates belong to it. A bound
+    method of a Module (``nn.cond(pred, self.left, self.right, self, x)``) runs its
+    function on the clone, as in Flax.
     """
     name = getattr(fn, '__name__', 'fn')
+    if isinstance(getattr(fn, '__self__', None), Module):
+        fn = fn.__func__
 
     def body(scope, *args, **kwargs):
         clone = mdl.clone(parent=scope)

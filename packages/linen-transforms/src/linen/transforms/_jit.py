@@ -96,7 +96,7 @@ class _HashTable:
             if not self.index:
                 raise _HashesNeeded()
             raise TransformArgumentError(
-                f'nn.jit: rng stream "{stream}" was used at {items} in a way the first trace '
+                f'nn.jit: rng stream "{stream}" was used at {items[1]} in a way the first trace '
                 'did not show; the jitted function must use the same rngs on every trace.'
             )
         return self.hashes[position]
@@ -105,22 +105,24 @@ class _HashTable:
 class _TableRngStream:
     """An rng stream inside a lifted jit: the caller's path hashed outside, the rest inside."""
 
-    __slots__ = ('key', 'stream', 'rel', 'table')
+    __slots__ = ('key', 'stream', 'rel', 'table', 'slot')
 
-    def __init__(self, key: Any, stream: str, rel: tuple, table: _HashTable):
+    def __init__(self, key: Any, stream: str, rel: tuple, table: _HashTable, slot: int = 0):
         self.key = key
         self.stream = stream
         self.rel = rel
         self.table = table
+        self.slot = slot  # which of the lifted scopes the stream belongs to
 
     def child(self, name: str) -> _TableRngStream:
-        return _TableRngStream(self.key, self.stream, self.rel + (name,), self.table)
+        return _TableRngStream(self.key, self.stream, self.rel + (name,), self.table, self.slot)
 
     def with_key(self, key: Any) -> _TableRngStream:
-        return _TableRngStream(key, self.stream, self.rel, self.table)
+        return _TableRngStream(key, self.stream, self.rel, self.table, self.slot)
 
     def derive(self, count: int) -> Any:
-        return jax.random.fold_in(self.key, self.table.lookup(self.stream, self.rel + (count,)))
+        items = (self.slot, self.rel + (count,))
+        return jax.random.fold_in(self.key, self.table.lookup(self.stream, items))
 
 
 def jit(
@@ -151,22 +153,28 @@ def jit(
         p = static.payload
         counters = copy.deepcopy(p['counters'])
         table = _HashTable(p['index'], hashes)
-        inner = detached_scope(
-            name=p['name'],
-            path=p['path'],
-            variables=variables,
-            mutable=p['mutable'],
-            rngs={n: _TableRngStream(k, n, (), table) for n, k in keys.items()},
-            rng_counters=counters,
-            flags=p['flags'],
+        inner = tuple(
+            detached_scope(
+                name=name,
+                path=path,
+                variables=v,
+                mutable=mutable,
+                rngs={n: _TableRngStream(k, n, (), table, slot) for n, k in ks.items()},
+                rng_counters=c,
+                flags=flags,
+            )
+            for slot, (name, path, v, mutable, ks, c, flags) in enumerate(
+                zip(p['name'], p['path'], variables, p['mutable'], keys, counters, p['flags'])
+            )
         )
         args = merge_static(dynamic, p['static_args'])
-        y = fn(p['extra'], inner, *args, **dyn_kwargs, **p['static_kwargs'])
+        arg = inner if p['multi'] else inner[0]
+        y = fn(p['extra'], arg, *args, **dyn_kwargs, **p['static_kwargs'])
         if p['index'] is None:
             p['seen'] = tuple(table.seen)
         else:
             counters_after[static] = counters
-        return y, _pack.inner_mutated(inner, ())[0]
+        return y, tuple(_pack.inner_mutated(s, ())[0] for s in inner)
 
     # Donated positions count the caller's arguments; they live inside `dynamic`.
     compiled = jax.jit(
@@ -180,43 +188,53 @@ def jit(
     def _call(base, payload, seen, templates, variables, keys, dynamic, kwargs):
         payload['index'] = {item: i for i, item in enumerate(seen)}
         hashes = np.array(
-            [path_hash(_stream_path(templates[stream]) + items) for stream, items in seen],
+            [
+                path_hash(_stream_path(templates[slot][stream]) + items)
+                for stream, (slot, items) in seen
+            ],
             dtype=np.uint32,
         )
         static = _Static(base, payload)
         y, mutated = compiled(static, variables, keys, hashes, dynamic, kwargs)
         return y, mutated, static
 
-    def wrapper(extra, scope, *args, **kwargs):
+    def wrapper(extra, scope_or_scopes, *args, **kwargs):
         from linen.module.dispatch import active_wrappers
 
-        variables = _pack.gather_variables(scope)
-        keys, templates = _pack.rng_keys(scope)
+        # A tuple (or list) of scopes is lifted together (Module arguments, as in Flax).
+        multi = isinstance(scope_or_scopes, (tuple, list))
+        scopes = tuple(scope_or_scopes) if multi else (scope_or_scopes,)
+        variables = tuple(_pack.gather_variables(s) for s in scopes)
+        keys_templates = [_pack.rng_keys(s) for s in scopes]
+        keys = tuple(k for k, _ in keys_templates)
+        templates = [t for _, t in keys_templates]
         dynamic, static_args = split_static(args, static_argnums)
         static_kwargs = {k: kwargs.pop(k) for k in static_argnames if k in kwargs}
         wrappers = active_wrappers()
         extra_key, extra_obj = (
             module_key(extra, bool(wrappers)) if module_key is not None else (None, extra)
         )
-        counters = scope.rng_counters
+        counters = tuple(s.rng_counters for s in scopes)
         payload = {
             'extra': extra_obj,
-            'path': scope.path,
-            'name': scope.name,
+            'multi': multi,
+            'path': tuple(s.path for s in scopes),
+            'name': tuple(s.name for s in scopes),
             'counters': counters,
-            'mutable': scope.mutable,
-            'flags': dict(scope.flags),
+            'mutable': tuple(s.mutable for s in scopes),
+            'flags': tuple(dict(s.flags) for s in scopes),
             'static_args': static_args,
             'static_kwargs': static_kwargs,
             'index': None,
         }
         base = (
             extra_key,
-            len(scope.path),
-            tuple(sorted(keys)),
+            multi,
+            tuple(len(s.path) for s in scopes),
+            tuple(tuple(sorted(k)) for k in keys),
             _hashable(counters),
-            _hashable(scope.mutable),
-            _hashable(dict(scope.flags)),
+            _hashable(payload['mutable']),
+            _hashable(payload['flags']),
             _hashable(static_args),
             _hashable(static_kwargs),
             wrappers,
@@ -250,9 +268,11 @@ def jit(
         needed[base] = seen or ()
         after = counters_after.get(static)
         if after is not None:
-            counters.clear()
-            counters.update(copy.deepcopy(after))
-        _pack.write_back(scope, (mutated,))
+            for c, a in zip(counters, after):
+                c.clear()
+                c.update(copy.deepcopy(a))
+        for s, m in zip(scopes, mutated):
+            _pack.write_back(s, (m,))
         return y
 
     return wrapper

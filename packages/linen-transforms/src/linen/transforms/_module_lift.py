@@ -15,8 +15,15 @@ from typing import Any
 import jax
 
 from linen.core import Variable, errors
+from linen.core.lifting import RngStream, detached_scope
 from linen.module import Module
-from linen.module.dispatch import call_wrapped_method, mark_dispatched
+from linen.module.dispatch import (
+    call_wrapped_method,
+    in_compact_method,
+    mark_dispatched,
+    setup_called,
+)
+from linen.transforms import _args
 
 # make_lifted(body) -> lifted(scope, *args, **kwargs); body(scope, *args, **kwargs)
 MakeLifted = Callable[[Callable], Callable]
@@ -36,12 +43,51 @@ def _check_returns(y: Any, method_name: str) -> Any:
     return y
 
 
+_CHECKED = '_linen_transforms_setup_checked'
+
+
+def check_setup(module: Any) -> None:
+    """Run ``module``'s ``setup`` once, abstractly, before it enters a transform (as Flax).
+
+    Errors of ``setup`` (a name used twice, a typo) then surface outside any trace.
+    The run uses a clone on a throwaway scope under ``jax.eval_shape``: nothing it
+    creates is kept. Flax does the same, so ``setup`` runs as many times here as
+    there (programs that count its calls see Flax's numbers).
+    """
+    d = module.__dict__
+    if d.get(_CHECKED) or setup_called(module):
+        return
+    d[_CHECKED] = True  # an instance attribute outside the dataclass fields
+
+    def run(_):
+        root = detached_scope(
+            name=None,
+            path=(),
+            variables={},
+            mutable=True,
+            rngs={'params': RngStream(jax.random.key(0))},
+            rng_counters={},
+            flags={},
+        )
+        clone = module.clone(parent=root)
+        call_wrapped_method(clone, lambda m: None, 'setup', False, (), {})
+        return 0
+
+    jax.eval_shape(run, 0)
+
+
 def _is_module_or_variable(x: Any) -> bool:
     return isinstance(x, (Module, Variable))
 
 
-def lift_method(fn: Callable, make_lifted: MakeLifted) -> Callable:
-    """A method decorator: ``fn`` runs under the transform ``make_lifted`` builds."""
+def lift_method(fn: Callable, make_lifted: MakeLifted, multi_scope: bool = False) -> Callable:
+    """A method decorator: ``fn`` runs under the transform ``make_lifted`` builds.
+
+    As in Flax, ``fn`` runs in compact mode when it is ``@compact`` or when the module
+    calling it is inside a compact method (``nn.vmap(lambda m, x: nn.Dense(2)(x))``
+    called from ``__call__``). With ``multi_scope``, bound Modules and Variables among
+    the arguments are lifted too (see ``_args.py``).
+    """
     is_compact = bool(getattr(fn, 'compact', False))
     method_name = getattr(fn, '__name__', 'method')
 
@@ -50,13 +96,26 @@ def lift_method(fn: Callable, make_lifted: MakeLifted) -> Callable:
         scope = self.scope
         if scope is None:
             raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
+        compact = is_compact or in_compact_method(self)
+        check_setup(self)
+        objects: list = []
+        fields: dict = {}
+        if multi_scope:
+            args, kwargs, objects = _args.extract(args, kwargs)
+            fields = _args.extract_fields(self, objects)
 
         def body(inner_scope, *a, **k):
-            clone = self.clone(parent=inner_scope)
-            y = call_wrapped_method(clone, fn, method_name, is_compact, a, k)
+            updates = {}
+            if objects:
+                inner_scope, others = inner_scope[0], inner_scope[1:]
+                a, k = _args.restore(a, k, objects, others)
+                updates = _args.restore_fields(fields, objects, others)
+            clone = self.clone(parent=inner_scope, **updates)
+            y = call_wrapped_method(clone, fn, method_name, compact, a, k)
             return _check_returns(y, method_name)
 
-        return make_lifted(body)(scope, *args, **kwargs)
+        scopes = (scope, *_args.scopes_of(objects)) if objects else scope
+        return make_lifted(body)(scopes, *args, **kwargs)
 
     return _mark(lifted)
 
@@ -66,6 +125,7 @@ def lift_class(
     cls: type,
     make_lifted: MakeLifted,
     methods: Sequence[str] | None = None,
+    multi_scope: bool = False,
 ) -> type:
     """A subclass of ``cls`` whose ``methods`` (default ``__call__``) run under the transform."""
     if not (isinstance(cls, type) and issubclass(cls, Module)):
@@ -73,23 +133,38 @@ def lift_class(
     attrs: dict[str, Any] = {}
     for method_name in methods or ('__call__',):
         orig = getattr(cls, method_name)
-        attrs[method_name] = _class_method(orig, method_name, make_lifted)
+        attrs[method_name] = _class_method(orig, method_name, make_lifted, multi_scope)
     attrs['__module__'] = cls.__module__
     attrs['__qualname__'] = f'{transform_name}{cls.__qualname__}'
     return type(f'{transform_name}{cls.__name__}', (cls,), attrs)
 
 
-def _class_method(orig: Callable, method_name: str, make_lifted: MakeLifted) -> Callable:
+def _class_method(
+    orig: Callable, method_name: str, make_lifted: MakeLifted, multi_scope: bool = False
+) -> Callable:
     @functools.wraps(orig)
     def lifted(self, *args, **kwargs):
         scope = self.scope
         if scope is None:
             raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
+        check_setup(self)
+        objects: list = []
+        fields: dict = {}
+        if multi_scope:
+            args, kwargs, objects = _args.extract(args, kwargs)
+            fields = _args.extract_fields(self, objects)
 
         def body(inner_scope, *a, **k):
-            return _check_returns(orig(self.clone(parent=inner_scope), *a, **k), method_name)
+            updates = {}
+            if objects:
+                inner_scope, others = inner_scope[0], inner_scope[1:]
+                a, k = _args.restore(a, k, objects, others)
+                updates = _args.restore_fields(fields, objects, others)
+            clone = self.clone(parent=inner_scope, **updates)
+            return _check_returns(orig(clone, *a, **k), method_name)
 
-        return make_lifted(body)(scope, *args, **kwargs)
+        scopes = (scope, *_args.scopes_of(objects)) if objects else scope
+        return make_lifted(body)(scopes, *args, **kwargs)
 
     return _mark(lifted)
 
@@ -99,10 +174,15 @@ def lift(
     target: Any,
     make_lifted: MakeLifted,
     methods: Sequence[str] | None = None,
+    multi_scope: bool = False,
 ) -> Any:
-    """Dispatch on the target: a Module class, or a method (decorator use)."""
+    """Dispatch on the target: a Module class, or a method (decorator use).
+
+    ``multi_scope``: the transform accepts a tuple of scopes, so Module and Variable
+    arguments are lifted with the module's own scope.
+    """
     if isinstance(target, type):
-        return lift_class(transform_name, target, make_lifted, methods)
+        return lift_class(transform_name, target, make_lifted, methods, multi_scope)
     if callable(target):
-        return lift_method(target, make_lifted)
+        return lift_method(target, make_lifted, multi_scope)
     raise errors.TransformTargetError(target)

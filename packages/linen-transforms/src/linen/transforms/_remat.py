@@ -100,20 +100,29 @@ def checkpoint(
         static_argnums = (static_argnums,)
     check_concrete(concrete)
 
-    def wrapper(scope, *args, **kwargs):
-        variables = _pack.gather_variables(scope)
-        keys, paths = _pack.rng_keys(scope)
+    def wrapper(scope_or_scopes, *args, **kwargs):
+        # A tuple (or list) of scopes is lifted together (Module arguments, as in Flax).
+        multi = isinstance(scope_or_scopes, (tuple, list))
+        scopes = tuple(scope_or_scopes) if multi else (scope_or_scopes,)
+        variables = tuple(_pack.gather_variables(s) for s in scopes)
+        keys_paths = [_pack.rng_keys(s) for s in scopes]
+        keys = tuple(k for k, _ in keys_paths)
         dynamic, static = split_static(args, static_argnums)
 
         def inner(variables, keys, dynamic):
-            inner_scope = _pack.make_inner_scope(scope, variables, _pack.streams(keys, paths))
-            y = fn(inner_scope, *merge_static(dynamic, static), **kwargs)
-            return y, _pack.inner_mutated(inner_scope, ())
+            inner_scopes = tuple(
+                _pack.make_inner_scope(s, v, _pack.streams(k, p))
+                for s, v, k, (_, p) in zip(scopes, variables, keys, keys_paths)
+            )
+            arg = type(scope_or_scopes)(inner_scopes) if multi else inner_scopes[0]
+            y = fn(arg, *merge_static(dynamic, static), **kwargs)
+            return y, tuple(_pack.inner_mutated(s, ()) for s in inner_scopes)
 
         y, mutated = jax.checkpoint(inner, prevent_cse=prevent_cse, policy=policy)(
             variables, keys, dynamic
         )
-        _pack.write_back(scope, mutated)
+        for s, groups in zip(scopes, mutated):
+            _pack.write_back(s, groups)
         return y
 
     return wrapper

@@ -77,8 +77,13 @@ def scan(
     unroll: int = 1,
     data_transform: Callable | None = None,
     metadata_params: Mapping[Any, Any] | None = None,
+    check_constancy_invariants: bool = True,
 ) -> Callable:
-    """``lax.scan`` of ``fn(scope, carry, *xs) -> (carry, ys)`` with per-collection rules."""
+    """``lax.scan`` of ``fn(scope, carry, *xs) -> (carry, ys)`` with per-collection rules.
+
+    ``check_constancy_invariants=False`` skips the run before the loop (Flax's
+    meaning): broadcast collections are not created, and nothing is checked.
+    """
     variable_axes = dict(variable_axes or {})
     split_rngs = dict(split_rngs or {})
     axis_filters = tuple(variable_axes.keys())
@@ -88,30 +93,44 @@ def scan(
     split_filter = [f for f, do in split_rngs.items() if do]
     metadata_params = dict(metadata_params or {})
 
-    def wrapper(scope, carry, *xs, **kwargs):
+    def wrapper(scope_or_scopes, carry, *xs, **kwargs):
+        # A tuple (or list) of scopes is lifted together (Module arguments and fields,
+        # as in Flax); each follows the same collection rules.
+        multi = isinstance(scope_or_scopes, (tuple, list))
+        scopes = tuple(scope_or_scopes) if multi else (scope_or_scopes,)
         in_spec = _per_arg(in_axes, len(xs))
         n = _scan_length(xs, in_spec, length)
-        groups = _pack.group_variables(_pack.gather_variables(scope), filters)
-        bcast_vars, carry_vars = dict(groups[0]), groups[1]
-        axis_vars = groups[2:-1]
-        rest_vars = groups[-1]
-        axis_vars = tuple(
-            # Boxes are told about the axis even without metadata_params, so a
-            # Partitioned box raises PartitioningUnspecifiedError (as in Flax) instead
-            # of silently keeping names one short of its value's rank.
-            _moveaxis_in(_pack.remove_axis(g, ax, metadata_params), ax)
-            for g, ax in zip(axis_vars, axis_values)
-        )
-        keys, paths = _pack.rng_keys(scope)
-        split = {k: v for k, v in keys.items() if any(in_filter(f, k) for f in split_filter)}
-        fixed_keys = {k: v for k, v in keys.items() if k not in split}
-        mutable = scope.mutable
+        bcast_vars, carry_vars, axis_vars, rest_vars = [], [], [], []
+        split, fixed_keys, paths = [], [], []
+        for scope in scopes:
+            groups = _pack.group_variables(_pack.gather_variables(scope), filters)
+            bcast_vars.append(dict(groups[0]))
+            carry_vars.append(groups[1])
+            rest_vars.append(groups[-1])
+            axis_vars.append(
+                tuple(
+                    # Boxes are told about the axis even without metadata_params, so a
+                    # Partitioned box raises PartitioningUnspecifiedError (as in Flax)
+                    # instead of silently keeping names one short of its value's rank.
+                    _moveaxis_in(_pack.remove_axis(g, ax, metadata_params), ax)
+                    for g, ax in zip(groups[2:-1], axis_values)
+                )
+            )
+            keys, scope_paths = _pack.rng_keys(scope)
+            sp = {k: v for k, v in keys.items() if any(in_filter(f, k) for f in split_filter)}
+            split.append(sp)
+            fixed_keys.append({k: v for k, v in keys.items() if k not in sp})
+            paths.append(scope_paths)
+        carry_vars = tuple(carry_vars)
+        axis_vars = tuple(axis_vars)
 
         def run_step(variables, step_keys, c, x_args):
-            inner = _pack.make_inner_scope(
-                scope, variables, _pack.streams({**fixed_keys, **step_keys}, paths)
-            )
-            c, ys = fn(inner, c, *x_args, **kwargs)
+            inner = [
+                _pack.make_inner_scope(s, v, _pack.streams({**fk, **sk}, p))
+                for s, v, fk, sk, p in zip(scopes, variables, fixed_keys, step_keys, paths)
+            ]
+            arg = type(scope_or_scopes)(inner) if multi else inner[0]
+            c, ys = fn(arg, c, *x_args, **kwargs)
             return inner, c, ys
 
         # The body runs once before the loop, on the first step's inputs: for real
@@ -124,31 +143,43 @@ def scan(
             else jax.tree_util.tree_map(lambda a, ax=ax: jnp.take(a, 0, axis=ax), x)
             for x, ax in zip(xs, in_spec)
         )
-        variables = {**bcast_vars, **carry_vars, **rest_vars}
-        for g in axis_vars:
-            variables.update(jax.tree_util.tree_map(lambda a: a[0], g))
-        written: list[str] = []
+        variables = []
+        for b, c, r, axes in zip(bcast_vars, carry_vars, rest_vars, axis_vars):
+            v = {**b, **c, **r}
+            for g in axes:
+                v.update(jax.tree_util.tree_map(lambda a: a[0], g))
+            variables.append(v)
+        written: list[tuple[str, str]] = []
 
         def first_step(v, c, f):
-            inner, c, ys = run_step(v, dict(split), c, f)
-            rest_out = _pack.inner_mutated(inner, filters)[-1]
-            written.extend(
-                col
-                for col, tree in rest_out.items()
-                if jax.tree_util.tree_structure(tree)
-                != jax.tree_util.tree_structure(rest_vars.get(col, {}))
-            )
+            inner, c, ys = run_step(v, [dict(sp) for sp in split], c, f)
+            for scope, i, rest in zip(scopes, inner, rest_vars):
+                rest_out = _pack.inner_mutated(i, filters)[-1]
+                written.extend(
+                    (scope.path_text, col)
+                    for col, tree in rest_out.items()
+                    if jax.tree_util.tree_structure(tree)
+                    != jax.tree_util.tree_structure(rest.get(col, {}))
+                )
             return inner, c, ys
 
-        if any(in_filter(mutable, c) for c in _broadcast_cols(variable_broadcast)):
+        init_bcast = [
+            any(in_filter(s.mutable, c) for c in _broadcast_cols(variable_broadcast))
+            for s in scopes
+        ]
+        if not check_constancy_invariants:
+            pass
+        elif any(init_bcast):
             inner, _, _ = first_step(variables, carry, first)
-            bcast_vars.update(_pack.inner_mutated(inner, (variable_broadcast,))[0])
+            for b, i in zip(bcast_vars, inner):
+                b.update(_pack.inner_mutated(i, (variable_broadcast,))[0])
         else:
             jax.eval_shape(lambda v, c, f: first_step(v, c, f)[1:], variables, carry, first)
         if written:
-            raise ScanCollectionError(sorted(set(written)), scope.path_text)
+            path = written[0][0]
+            raise ScanCollectionError(sorted({col for p, col in written if p == path}), path)
 
-        step_keys = {k: jax.random.split(v, n) for k, v in split.items()}
+        step_keys = tuple({k: jax.random.split(v, n) for k, v in sp.items()} for sp in split)
         scanned_xs = tuple(
             None if ax is broadcast else _moveaxis_in(x, ax) for x, ax in zip(xs, in_spec)
         )
@@ -157,17 +188,21 @@ def scan(
         def body(state, step):
             carry_vars, c = state
             axis_slices, keys_i, x_slices = step
-            variables = {**bcast_vars, **rest_vars, **carry_vars}
-            for g in axis_slices:
-                variables.update(g)
-            if data_transform is not None:
-                # e.g. sharding annotations on the per-step variables and keys
-                variables, keys_i = data_transform(variables, keys_i)
+            variables, keys_list = [], []
+            for b, r, cv, axes, k in zip(bcast_vars, rest_vars, carry_vars, axis_slices, keys_i):
+                v = {**b, **r, **cv}
+                for g in axes:
+                    v.update(g)
+                if data_transform is not None:
+                    # e.g. sharding annotations on the per-step variables and keys
+                    v, k = data_transform(v, k)
+                variables.append(v)
+                keys_list.append(k)
             x_args = tuple(b if s is None else s for b, s in zip(bcast_xs, x_slices))
-            inner, c, ys = run_step(variables, keys_i, c, x_args)
-            out = _pack.inner_mutated(inner, filters)
-            new_carry_vars = out[1]
-            new_axis = out[2:-1]
+            inner, c, ys = run_step(variables, keys_list, c, x_args)
+            outs = [_pack.inner_mutated(i, filters) for i in inner]
+            new_carry_vars = tuple(out[1] for out in outs)
+            new_axis = tuple(out[2:-1] for out in outs)
             return (new_carry_vars, c), (new_axis, ys)
 
         (carry_vars, carry), (axis_out, ys) = lax.scan(
@@ -178,13 +213,14 @@ def scan(
             reverse=reverse,
             unroll=unroll,
         )
-        axis_out = tuple(
-            _pack.add_axis(_moveaxis_out(g, ax), ax, metadata_params)
-            for g, ax in zip(axis_out, axis_values)
-        )
         ys = _apply_out_axes(ys, out_axes)
-        groups_out = ({c: v for c, v in bcast_vars.items() if in_filter(mutable, c)}, carry_vars)
-        _pack.write_back(scope, groups_out + axis_out)
+        for scope, b, cv, axes in zip(scopes, bcast_vars, carry_vars, axis_out):
+            axes = tuple(
+                _pack.add_axis(_moveaxis_out(g, ax), ax, metadata_params)
+                for g, ax in zip(axes, axis_values)
+            )
+            groups_out = ({c: v for c, v in b.items() if in_filter(scope.mutable, c)}, cv)
+            _pack.write_back(scope, groups_out + axes)
         return carry, ys
 
     return wrapper
