@@ -39,6 +39,8 @@ def test_joined_rows_carry_each_parts_numbers(reports):
     head = report.rows['MLP/head']
     assert head['flops'] == 2 * B * 8 * D
     assert head['params_bytes'] == 8 * D * 4  # matched to the variable path 'head'
+    # The root's row holds the whole tree (its label has no variable path of its own).
+    assert report.rows['MLP']['params_bytes'] == (D * 8 + 8 * D) * 4
     assert head['trace_seconds'] > 0
     assert 'seconds' not in report.columns  # no profile given: no column, not zeros
     assert 'MLP/head' in str(report)

@@ -66,6 +66,9 @@ class Report:
         memory_rows = by_part.get('memory', {})
         if memory_rows and not label_paths:
             paths.update(dict.fromkeys(memory_rows))
+        # The one top-level label, when the reports saw a single root module.
+        roots = [p for p in label_paths if p and '/' not in p]
+        root = roots[0] if len(roots) == 1 else None
         steps = max(getattr(times, 'steps', 1), 1) if times is not None else 1
         rows: dict[str, dict[str, float | None]] = {}
         for path in paths:
@@ -82,7 +85,12 @@ class Report:
                         ),
                         None,
                     )
-                value = getattr(source, attribute) if source is not None else None
+                if part == 'memory' and source is None and path == root:
+                    # The root module's label: its inclusive memory is the whole
+                    # tree's (module_memory's paths start below the root).
+                    value = getattr(memory, attribute.removeprefix('inclusive_'))
+                else:
+                    value = getattr(source, attribute) if source is not None else None
                 if part == 'times' and value is not None:
                     value = value / steps
                 row[column] = value
