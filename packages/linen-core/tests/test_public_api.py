@@ -44,11 +44,13 @@ CONTRACTS = {
     'linen.module.dispatch': [
         'MethodCallContext',
         'active_wrappers',
+        'call_at_boundary',
         'call_wrapped_method',
         'field_names',
         'in_setup',
         'invalidate_method_wrappers',
         'mark_dispatched',
+        'wrappers_are_relative',
     ],
 }
 

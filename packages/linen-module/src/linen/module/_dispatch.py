@@ -21,7 +21,14 @@ from typing import Any
 from linen.core import errors, plugin_bus
 from linen.module._state import _stack
 
-__all__ = ['invalidate_method_wrappers', 'get_runner', 'active_wrappers', 'MethodCallContext']
+__all__ = [
+    'invalidate_method_wrappers',
+    'get_runner',
+    'active_wrappers',
+    'call_at_boundary',
+    'wrappers_are_relative',
+    'MethodCallContext',
+]
 
 _generation = [0]
 _chain: contextvars.ContextVar[tuple[int, Any] | None] = contextvars.ContextVar(
@@ -89,6 +96,20 @@ def _compose(wrappers: tuple[Callable, ...]) -> Callable:
     run.unbound = (  # type: ignore[attr-defined]
         None if not unbound else (run if unbound == wrappers else _compose(unbound))
     )
+    halves = tuple(h for h in (getattr(w, 'at_boundary', None) for w in wrappers) if h)
+    run.relative = len(halves) == len(wrappers)  # type: ignore[attr-defined]
+    run.boundary = _compose_boundary(halves) if halves else None  # type: ignore[attr-defined]
+    return run
+
+
+def _compose_boundary(halves: tuple[Callable, ...]) -> Callable:
+    def run(fn, module, method_name, method, args, kwargs):
+        context = MethodCallContext(module, method_name, method)
+        next_fn: Callable = fn
+        for half in reversed(halves):
+            next_fn = _Link(half, next_fn, context)
+        return next_fn(*args, **kwargs)
+
     return run
 
 
@@ -105,6 +126,36 @@ def active_wrappers() -> tuple[Callable, ...]:
     """The wrappers active in this context (a cache key for tracing transforms)."""
     runner = get_runner()
     return () if runner is None else runner.wrappers  # type: ignore[attr-defined]
+
+
+def wrappers_are_relative() -> bool:
+    """Whether every active wrapper has an ``at_boundary`` half (see :func:`call_at_boundary`).
+
+    True with no active wrapper. Then what the wrappers do inside a compiled
+    transform does not depend on the instance's name or path, so the transform's
+    cache need not key on them.
+    """
+    runner = get_runner()
+    return runner is None or runner.relative  # type: ignore[attr-defined]
+
+
+def call_at_boundary(
+    module: Any, method_name: str, method: Callable, fn: Callable, args: tuple, kwargs: dict
+) -> Any:
+    """Run ``fn(*args, **kwargs)``, a compiled transform standing for one method call.
+
+    The boundary halves of the active wrappers (a wrapper's ``at_boundary``
+    attribute, same signature as the wrapper) run around it, with the context of
+    ``module.method_name``. A half does outside the compiled function what
+    depends on the instance (a profiling label: its name), and arranges that its
+    wrapper, on the call of ``method`` that the transform makes inside, leaves
+    that part out: so one compiled function serves every instance of a class.
+    """
+    runner = get_runner()
+    boundary = None if runner is None else runner.boundary  # type: ignore[attr-defined]
+    if boundary is None:
+        return fn(*args, **kwargs)
+    return boundary(fn, module, method_name, method, args, kwargs)
 
 
 def get_runner() -> Callable | None:

@@ -35,16 +35,20 @@ from typing import Any, TypeVar
 from linen.module._dispatch import MethodCallContext as MethodCallContext
 from linen.module._dispatch import _call_wrapped_method
 from linen.module._dispatch import active_wrappers as active_wrappers
+from linen.module._dispatch import call_at_boundary as call_at_boundary
 from linen.module._dispatch import invalidate_method_wrappers as invalidate_method_wrappers
+from linen.module._dispatch import wrappers_are_relative as wrappers_are_relative
 
 __all__ = [
     'MethodCallContext',
     'active_wrappers',
+    'call_at_boundary',
     'call_wrapped_method',
     'field_names',
     'in_setup',
     'invalidate_method_wrappers',
     'mark_dispatched',
+    'wrappers_are_relative',
 ]
 
 F = TypeVar('F', bound=Callable[..., Any])

@@ -7,7 +7,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from linen.core import errors
-from linen.module.dispatch import call_wrapped_method, field_names
+from linen.module.dispatch import (
+    call_at_boundary,
+    call_wrapped_method,
+    field_names,
+    wrappers_are_relative,
+)
 from linen.transforms import _autodiff, _control, _jit, _remat, _scan, _variables, _vmap
 from linen.transforms._module_lift import _check_returns, _mark, lift
 
@@ -243,11 +248,14 @@ def _options_key(options: dict) -> tuple:
 def _module_key(module, labelled: bool):
     """The part of a module that decides its trace: class and fields.
 
-    The instance name joins only while method wrappers (profiling labels) are
-    active: labels differ per instance, so the compiled programs do too.
+    The instance name joins only while a method wrapper is active that may do
+    something per instance inside the trace. Profiling labels do not: the
+    instance's own label is pushed outside the compiled function (see
+    ``_jit_method``) and the labels inside are relative to it, so N instances of
+    a class compile once.
     """
     fields = tuple(module.__dict__[f] for f in field_names(type(module)))
-    name = module.name if labelled else None
+    name = module.name if labelled and not wrappers_are_relative() else None
     return (type(module), name, _jit._hashable(fields)), module
 
 
@@ -259,12 +267,18 @@ def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dic
         )
 
     jitted = _jit.jit(body, **options)
+    # What the wrappers see as the method (the dispatcher's inner function).
+    method = getattr(orig, 'inner_fun', orig)
 
     @functools.wraps(orig)
     def lifted(self, *args, **kwargs):
-        if self.scope is None:
+        scope = self.scope
+        if scope is None:
             raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
-        return jitted(self, self.scope, *args, **kwargs)
+        # The instance's label (what depends on it) goes outside the compiled function.
+        return call_at_boundary(
+            self, method_name, method, lambda *a, **k: jitted(self, scope, *a, **k), args, kwargs
+        )
 
     return _mark(lifted)
 
