@@ -77,17 +77,24 @@ class _Link:
 
 
 def _compose(wrappers: tuple[Callable, ...]) -> Callable:
-    def run(fun, module, method_name, args, kwargs):
-        # (the wrappers tuple is reachable as run.wrappers, see active_wrappers)
-        context = MethodCallContext(module, method_name, fun)
+    # (the wrappers tuple is reachable as run.wrappers, see active_wrappers)
+    if len(wrappers) == 1:
+        # The usual chain (profiling labels alone): no links. A partial is called
+        # from C, so the method runs with no extra Python frame.
+        (only,) = wrappers
 
-        def call(*a, **k):
-            return fun(module, *a, **k)
+        def run(fun, module, method_name, args, kwargs):
+            context = MethodCallContext(module, method_name, fun)
+            return only(functools.partial(fun, module), args, kwargs, context)
 
-        next_fn: Callable = call
-        for wrapper in reversed(wrappers):
-            next_fn = _Link(wrapper, next_fn, context)
-        return next_fn(*args, **kwargs)
+    else:
+
+        def run(fun, module, method_name, args, kwargs):
+            context = MethodCallContext(module, method_name, fun)
+            next_fn: Callable = functools.partial(fun, module)
+            for wrapper in reversed(wrappers):
+                next_fn = _Link(wrapper, next_fn, context)
+            return next_fn(*args, **kwargs)
 
     run.wrappers = wrappers  # type: ignore[attr-defined]
     # Calls on unbound modules run only the wrappers that ask for them (Flax runs
@@ -226,7 +233,8 @@ def _call_wrapped_method(self, fun, method_name, is_compact, args, kwargs):
     stack = _stack.modules
     stack.append(self)
     try:
-        runner = get_runner()
+        entry = _chain.get()
+        runner = entry[1] if entry is not None and entry[0] == _generation[0] else get_runner()
         if runner is None:
             return fun(self, *args, **kwargs)
         return runner(fun, self, method_name, args, kwargs)
@@ -237,4 +245,5 @@ def _call_wrapped_method(self, fun, method_name, is_compact, args, kwargs):
             # claimed afresh each call, rng counters carry on.
             self.scope.reservations.clear()
             if not recurrent:
-                state.reset_compact()
+                state.in_compact_method = False
+                state.autoname_cursor = {}

@@ -138,13 +138,44 @@ def _labelled(name: str, next_fn, args: tuple, kwargs: dict[str, Any]) -> Any:
         _stack.reset(token)
 
 
+# (class, instance name, method name, method) -> label, or None for a @named_call
+# method (it labels itself): the default rule reads nothing else of the instance.
+_default_labels: dict[tuple, str | None] = {}
+
+
+def _default_label(module: Any, method_name: str, method: Any) -> str | None:
+    if getattr(method, LABELLED_ATTRIBUTE, False):
+        return None
+    return cached_profiling_name(module, method_name, method)
+
+
 def label_method_call(next_fn, args: tuple, kwargs: dict[str, Any], context) -> Any:
     """A ``linen_method_wrapper``: ``next_fn`` under the call's label (default rule, cached)."""
-    if getattr(context.method, LABELLED_ATTRIBUTE, False):
+    # Every method call of a traced model runs this: one dict lookup for the
+    # label, and _labelled's body inline (no helper frames).
+    module = context.module
+    method = context.method
+    key = (type(module), module.name, context.method_name, method)
+    try:
+        name = _default_labels[key]
+    except KeyError:
+        name = _default_labels[key] = _default_label(module, context.method_name, method)
+    except TypeError:  # an unhashable method object
+        name = _default_label(module, context.method_name, method)
+    if name is None:
         # @named_call opens its own scope; a second one would double the label.
         return next_fn(*args, **kwargs)
-    name = cached_profiling_name(context.module, context.method_name, context.method)
-    return _labelled(name, next_fn, args, kwargs)
+    boundary = _boundary.get()
+    if boundary is not None:
+        return _labelled(name, next_fn, args, kwargs)
+    labels = (*_stack.get(), name)
+    _emitted.add(labels)
+    token = _stack.set(labels)
+    try:
+        with jax.named_scope(name):
+            return next_fn(*args, **kwargs)
+    finally:
+        _stack.reset(token)
 
 
 def label_at_boundary(next_fn, args: tuple, kwargs: dict[str, Any], context) -> Any:
