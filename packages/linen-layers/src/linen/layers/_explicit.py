@@ -15,7 +15,6 @@ from typing import Any
 import jax
 from jax.sharding import PartitionSpec
 
-
 # [(the abstract mesh last seen, whether it has explicit axes)]
 _LAST_MESH: list[tuple[Any, bool]] = [(None, False)]
 
