@@ -603,8 +603,11 @@ class Scope:
 
     def make_rng(self, name: str = 'params') -> Any:
         """The next key of stream ``name`` (falling back to ``'params'``)."""
-        self._check_valid()
-        rngs = self.rngs
+        if not self._root.valid:
+            self._check_valid()
+        rngs = self._rngs
+        if rngs is None:
+            rngs = self.rngs
         stream = rngs.get(name)
         if stream is None:
             stream = rngs.get('params')
