@@ -20,8 +20,10 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
         'jit': (
             'differs',
             'the parameters a key gives do not change under `nn.jit` (Flax documents that '
-            'they do); retraces when fields, static args, scope structure or profiling '
-            'labels change. Modules and Variables as arguments are lifted, as in Flax; '
+            'they do); retraces when fields, static args, scope structure or the '
+            'profiling-label state change (not per instance: N instances of a class compile '
+            'once, each keeping its own label). Modules and Variables as arguments are '
+            'lifted, as in Flax; '
             '`setup` runs once per trace, not again on every call as in Flax.',
         ),
         'remat': (

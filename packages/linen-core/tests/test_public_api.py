@@ -44,6 +44,7 @@ CONTRACTS = {
     'linen.module.dispatch': [
         'MethodCallContext',
         'active_wrappers',
+        'call_at_boundary',
         'call_wrapped_method',
         'field_names',
         'in_compact_method',
@@ -51,6 +52,7 @@ CONTRACTS = {
         'invalidate_method_wrappers',
         'mark_dispatched',
         'setup_called',
+        'wrappers_are_relative',
     ],
 }
 

@@ -38,3 +38,29 @@ def test_promote_dtype_casts_keeps_none_and_does_not_copy():
     (d,) = promote_dtype(xb, dtype=jnp.float32)
     assert d.dtype == jnp.float32
     assert promote_dtype(jnp.ones(2, jnp.int32), inexact=False)[0].dtype == jnp.int32
+
+
+def test_same_dtype_fast_path_agrees_with_jax_promotion():
+    # The per-call shortcut (every array shares one inexact dtype) must give what
+    # jnp.result_type gives, weak types included.
+    strong = jnp.ones(2, jnp.bfloat16)
+    weak = jnp.asarray(2.0)  # a weak float32 scalar
+    cases = [
+        (jnp.ones(2, jnp.bfloat16), None, strong),
+        (weak, jnp.ones(2)),  # weak f32 with strong f32
+        (weak, weak),  # all weak: JAX's lattice decides
+        (weak, strong),  # different dtypes: the weak float32 takes bfloat16
+        (np.ones(2, np.float32), jnp.ones(2)),  # a NumPy array is cast to a JAX array
+    ]
+    for args in cases:
+        present = [a for a in args if a is not None]
+        expected = jnp.result_type(*present)
+        assert canonicalize_dtype(*args) == expected
+        out = promote_dtype(*args)
+        for a, o in zip(args, out):
+            if a is None:
+                assert o is None
+                continue
+            assert o.dtype == expected
+            if isinstance(a, np.ndarray):
+                assert not isinstance(o, np.ndarray)

@@ -38,8 +38,29 @@ def _item_bytes(item: str | int) -> bytes:
     raise TypeError(f'rng path items are str or int, got {item!r}')
 
 
+# (separator flag, items) -> hash: every init hashes each parameter's path, and
+# a traced init (jit, eval_shape, lazy_init) hashes the same paths again.
+_HASHES: dict[tuple, int] = {}
+_HASHES_LIMIT = 65536
+
+
 def path_hash(items: tuple[str | int, ...]) -> int:
     """The unsigned 32-bit integer folded into the key for ``items``."""
+    key = (_FIX_SEPARATOR[0], items)
+    try:
+        cached = _HASHES.get(key)
+    except TypeError:  # an unhashable item: _item_bytes raises the typed error below
+        cached = None
+    if cached is not None:
+        return cached
+    value = _path_hash(items)
+    if len(_HASHES) >= _HASHES_LIMIT:
+        _HASHES.clear()
+    _HASHES[key] = value
+    return value
+
+
+def _path_hash(items: tuple[str | int, ...]) -> int:
     if _FIX_SEPARATOR[0]:
         # flax_fix_rng_separator: a NUL before each item, so ('ab', 'c') and
         # ('a', 'bc') no longer hash alike (Flax's opt-in fix; off by default).

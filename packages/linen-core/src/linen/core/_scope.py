@@ -39,11 +39,13 @@ _CHILD = object()  # marks child entries in a scope's rng counters
 class _Root:
     """State shared by every scope of one binding."""
 
-    __slots__ = ('variables', 'mutable', 'valid', 'offset')
+    __slots__ = ('variables', 'mutable', 'valid', 'offset', 'mutable_cols')
 
     def __init__(self, variables: dict[str, Any], mutable: Filter, offset: int = 0):
         self.variables = variables
         self.mutable = mutable
+        # collection -> in_filter(mutable, collection): asked for every variable written
+        self.mutable_cols: dict[str, bool] = {}
         self.valid = True
         # Scopes made inside a lifted transform keep their full path (for rng
         # streams and messages); `offset` leading names are above the variables.
@@ -107,8 +109,8 @@ def _structural_key(fn: Any) -> Any:
     return fn
 
 
-def _init_shapes(init_fn: Callable, init_args: tuple, init_kwargs: dict) -> list[tuple]:
-    """Shapes of the leaves ``init_fn(key, *init_args, **init_kwargs)`` would produce."""
+def _init_shapes(init_fn: Callable, init_args: tuple, init_kwargs: dict) -> tuple:
+    """``(shape if one leaf else None, [shape of each leaf])`` of ``init_fn(key, *init_args)``."""
     kwargs_key = tuple(init_kwargs.items()) if init_kwargs else ()
     try:
         cache_key = (init_fn, init_args, kwargs_key)
@@ -125,7 +127,8 @@ def _init_shapes(init_fn: Callable, init_args: tuple, init_kwargs: dict) -> list
             abstract = jax.eval_shape(
                 lambda k: init_fn(k, *init_args, **init_kwargs), _abstract_key()
             )
-        shapes = [tuple(np.shape(leaf)) for leaf in jax.tree_util.tree_leaves(abstract)]
+        leaves = [tuple(np.shape(leaf)) for leaf in jax.tree_util.tree_leaves(abstract)]
+        shapes = (leaves[0] if len(leaves) == 1 else None, leaves)
     if cache_key is not None:
         if len(_SHAPE_CACHE) >= _SHAPE_CACHE_LIMIT:
             _SHAPE_CACHE.clear()
@@ -134,13 +137,19 @@ def _init_shapes(init_fn: Callable, init_args: tuple, init_kwargs: dict) -> list
     return shapes
 
 
-def _check_param_shape(scope, name, value, init_fn, init_args, init_kwargs) -> None:
-    expected = _init_shapes(init_fn, init_args, init_kwargs)
-    shape = getattr(value, 'shape', None)
-    if shape is not None and len(expected) == 1 and not _is_boxed(value):
-        if tuple(shape) != expected[0]:
-            raise errors.ScopeParamShapeError(name, scope.path_text, shape, expected[0])
-        return
+def _check_param_shape(scope, name, value, init_fn, init_args, init_kwargs, boxed=None) -> None:
+    one, expected = _init_shapes(init_fn, init_args, init_kwargs)
+    if boxed is None:
+        boxed = _is_boxed(value)
+    if one is not None and not boxed:
+        try:
+            shape = value.shape
+        except AttributeError:
+            shape = None
+        if shape is not None:
+            if tuple(shape) != one:
+                raise errors.ScopeParamShapeError(name, scope.path_text, shape, one)
+            return
     for leaf, want in zip(jax.tree_util.tree_leaves(value), expected):
         if tuple(np.shape(leaf)) != want:
             raise errors.ScopeParamShapeError(name, scope.path_text, np.shape(leaf), want)
@@ -385,10 +394,15 @@ class Scope:
         return self._push_scope(*args, **kwargs)
 
     def _push_scope(self, name: str | None = None, prefix: str = '', reuse: bool = False) -> Scope:
-        self._check_valid()
+        # Runs for every submodule a compact method makes: helpers inlined.
+        if not self._root.valid:
+            self._check_valid()
         if name is None:
             name = self.default_name(prefix)
-        if not reuse or name not in self.reservations:
+        reservations = self.reservations
+        if name not in reservations and type(name) is str:
+            reservations[name] = {None}
+        elif not reuse or name not in reservations:
             self.reserve(name)
         key = (_CHILD, name)
         counters = self.rng_counters.get(key)
@@ -437,7 +451,11 @@ class Scope:
     # -- collections --------------------------------------------------------------
 
     def is_mutable_collection(self, col: str) -> bool:
-        return in_filter(self._root.mutable, col)
+        root = self._root
+        mutable = root.mutable_cols.get(col)
+        if mutable is None:
+            mutable = root.mutable_cols[col] = in_filter(root.mutable, col)
+        return mutable
 
     def _collection(self, col: str) -> Any:
         """This scope's dict of ``col`` (None when absent). Cached per scope."""
@@ -507,10 +525,18 @@ class Scope:
         raise errors.ScopeVariableNotFoundError(name, col, self.path_text)
 
     def put_variable(self, col: str, name: str, value: Any) -> None:
-        self._check_valid()
-        if not self.is_mutable_collection(col):
+        root = self._root
+        if not root.valid:
+            self._check_valid()
+        mutable = root.mutable_cols.get(col)
+        if mutable is None:
+            mutable = self.is_mutable_collection(col)
+        if not mutable:
             raise errors.ModifyScopeVariableError(col, name, self.path_text)
-        self._mutable_collection(col)[name] = value
+        d = self._cols.get(col)
+        if d is None or type(d) is not dict:
+            d = self._mutable_collection(col)
+        d[name] = value
 
     # -- variables ----------------------------------------------------------------
 
@@ -541,8 +567,16 @@ class Scope:
         On apply, a stored value whose shape differs from what ``init_fn`` gives
         raises :class:`~linen.core.errors.ScopeParamShapeError`.
         """
-        self.reserve(name, 'params')
-        d = self._collection('params')
+        # The apply path of every parameter of every layer: inlined lookups, no
+        # helper frames (reserve, _collection, _is_boxed) in the common case.
+        reservations = self.reservations
+        if name in reservations or type(name) is not str:
+            self.reserve(name, 'params')
+        else:
+            reservations[name] = {'params'}
+        d = self._cols.get('params')
+        if d is None:
+            d = self._collection('params')
         value = d.get(name, _ABSENT) if d is not None else _ABSENT
         if value is _ABSENT:
             if not self.is_mutable_collection('params'):
@@ -551,9 +585,14 @@ class Scope:
                 raise errors.ScopeParamNotFoundError(name, self.path_text)
             value = init_fn(self.make_rng('params'), *init_args, **init_kwargs)
             self.put_variable('params', name, value)
-        elif self.flags.get('shape_check', True):
-            _check_param_shape(self, name, value, init_fn, init_args, init_kwargs)
-        if unbox and _is_boxed(value):
+            boxed = _is_boxed(value)
+        else:
+            boxed = _BOXED_TYPES.get(type(value))
+            if boxed is None:
+                boxed = _is_boxed(value)
+            if self.flags.get('shape_check', True):
+                _check_param_shape(self, name, value, init_fn, init_args, init_kwargs, boxed)
+        if unbox and boxed:
             value = _unbox(value)
         return value
 
@@ -564,8 +603,11 @@ class Scope:
 
     def make_rng(self, name: str = 'params') -> Any:
         """The next key of stream ``name`` (falling back to ``'params'``)."""
-        self._check_valid()
-        rngs = self.rngs
+        if not self._root.valid:
+            self._check_valid()
+        rngs = self._rngs
+        if rngs is None:
+            rngs = self.rngs
         stream = rngs.get(name)
         if stream is None:
             stream = rngs.get('params')
@@ -582,10 +624,16 @@ class Scope:
 
     # -- results ------------------------------------------------------------------
 
-    def mutable_variables(self) -> dict[str, Any]:
-        """The collections this binding may mutate, as plain dicts."""
+    def mutable_variables(self, copy: bool = True) -> dict[str, Any]:
+        """The collections this binding may mutate, as plain dicts.
+
+        ``copy=False`` hands out the binding's own dicts, for a caller that
+        invalidates the binding right after (``init``/``apply``: what they bound
+        was copied on entry), saving a walk over every variable.
+        """
         mutable = self._root.mutable
-        out = {col: _thaw(v) for col, v in self._root.variables.items() if in_filter(mutable, col)}
+        thaw = _thaw if copy else _same
+        out = {col: thaw(v) for col, v in self._root.variables.items() if in_filter(mutable, col)}
         if config.linen_return_frozendict:
             return _freeze(out)
         return out
@@ -610,6 +658,10 @@ def _root_from_flax_arguments(variables, rngs, mutable, path, flags):
     flags = dict(flags or {})
     flags.setdefault('shape_check', config.linen_shape_check)
     return _Root(own, mutable, offset=len(tuple(path))), streams, flags
+
+
+def _same(x: Any) -> Any:
+    return x
 
 
 def _thaw(x: Any) -> Any:
@@ -659,7 +711,7 @@ def apply(fn: Callable, mutable: Filter = False, flags: Mapping[str, Any] | None
         try:
             y = fn(root, *args, **kwargs)
             if mutable is not False:
-                return y, root.mutable_variables()
+                return y, root.mutable_variables(copy=False)
             return y
         finally:
             root.invalidate()

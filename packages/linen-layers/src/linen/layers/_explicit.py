@@ -15,6 +15,9 @@ from typing import Any
 import jax
 from jax.sharding import PartitionSpec
 
+# [(the abstract mesh last seen, whether it has explicit axes)]
+_LAST_MESH: list[tuple[Any, bool]] = [(None, False)]
+
 
 def _axes(entry: Any) -> tuple:
     if entry is None:
@@ -29,7 +32,15 @@ def dense_out_sharding(inputs: Any, kernel: Any) -> PartitionSpec | None:
     can infer the output on its own (contracting dimension unsharded on a side).
     """
     mesh = jax.sharding.get_abstract_mesh()
-    if mesh.empty or not mesh.explicit_axes:
+    last = _LAST_MESH[0]
+    if mesh is last[0]:
+        # Every Dense call asks; the mesh object rarely changes (outside any mesh
+        # JAX hands back the same empty one), and `empty` is a computed property.
+        explicit = last[1]
+    else:
+        explicit = not mesh.empty and bool(mesh.explicit_axes)
+        _LAST_MESH[0] = (mesh, explicit)  # one tuple: threads see a consistent pair
+    if not explicit:
         return None
     in_spec = tuple(jax.typeof(inputs).sharding.spec)
     k_spec = tuple(jax.typeof(kernel).sharding.spec)

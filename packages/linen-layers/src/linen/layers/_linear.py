@@ -69,7 +69,8 @@ def _add_bias(y, bias):
     """
     if bias is None:
         return y
-    return y + _with_rank(bias, y.ndim)
+    missing = y.ndim - bias.ndim
+    return y + (bias if missing <= 0 else jnp.reshape(bias, (1,) * missing + bias.shape))
 
 
 def _with_rank(x, ndim: int):
@@ -117,12 +118,13 @@ class Dense(Module):
 
     @compact
     def __call__(self, inputs: Array) -> Array:
-        if jnp.ndim(inputs) == 0:
+        shape = jnp.shape(inputs)
+        if not shape:
             raise LayerInputRankError(
                 describe_layer(self), '>= 1', (), 'Give the features on the last axis.'
             )
         kernel = self.param(
-            'kernel', self.kernel_init, (jnp.shape(inputs)[-1], self.features), self.param_dtype
+            'kernel', self.kernel_init, (shape[-1], self.features), self.param_dtype
         )
         bias = (
             self.param('bias', self.bias_init, (self.features,), self.param_dtype)

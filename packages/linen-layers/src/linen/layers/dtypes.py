@@ -39,6 +39,9 @@ def canonicalize_dtype(*args, dtype: Any | None = None, inexact: bool = True):
     dtype('float32')
     """
     if dtype is None:
+        common = _common_array_dtype(args)
+        if common is not None:
+            return common
         present = [x for x in args if x is not None]
         first = getattr(present[0], 'dtype', None) if present else None
         # Common case on every call of a layer: inputs and params share one
@@ -75,9 +78,46 @@ def promote_dtype(*args, dtype: Any | None = None, inexact: bool = True) -> list
     >>> x.dtype, none, y.dtype
     (dtype('float32'), None, dtype('float32'))
     """
+    if dtype is None and _common_array_dtype(args) is not None:
+        return list(args)  # nothing to cast (what the general path below would find)
     dtype = canonicalize_dtype(*args, dtype=dtype, inexact=inexact)
     # Skipping the cast when the dtype already matches keeps traced programs small.
     return [
         x if x is None or (isinstance(x, jax.Array) and x.dtype == dtype) else jnp.asarray(x, dtype)
         for x in args
     ]
+
+
+_INEXACT: dict[Any, bool] = {}
+
+
+def _common_array_dtype(args: tuple) -> Any:
+    """The dtype of every non-``None`` arg when they are JAX arrays sharing one inexact dtype.
+
+    Then ``jnp.result_type`` would give that dtype (weak types lose to a strong
+    one of the same dtype), so layers skip the promotion lattice: this runs on
+    every layer call. ``None`` when that does not hold, or every arg is weakly
+    typed (the general rule decides then).
+    """
+    common = None
+    for x in args:
+        if x is None:
+            continue
+        if not isinstance(x, jax.Array):
+            return None
+        if common is None:
+            common = x.dtype
+        elif x.dtype != common:
+            return None
+    if common is None:
+        return None
+    inexact = _INEXACT.get(common)
+    if inexact is None:
+        inexact = _INEXACT[common] = bool(jnp.issubdtype(common, jnp.inexact))
+    if not inexact:
+        return None
+    # Parameters come last and are strongly typed: usually one check.
+    for x in reversed(args):
+        if x is not None and not x.weak_type:
+            return common
+    return None

@@ -21,7 +21,14 @@ from typing import Any
 from linen.core import errors, plugin_bus
 from linen.module._state import _stack
 
-__all__ = ['invalidate_method_wrappers', 'get_runner', 'active_wrappers', 'MethodCallContext']
+__all__ = [
+    'invalidate_method_wrappers',
+    'get_runner',
+    'active_wrappers',
+    'call_at_boundary',
+    'wrappers_are_relative',
+    'MethodCallContext',
+]
 
 _generation = [0]
 _chain: contextvars.ContextVar[tuple[int, Any] | None] = contextvars.ContextVar(
@@ -70,17 +77,24 @@ class _Link:
 
 
 def _compose(wrappers: tuple[Callable, ...]) -> Callable:
-    def run(fun, module, method_name, args, kwargs):
-        # (the wrappers tuple is reachable as run.wrappers, see active_wrappers)
-        context = MethodCallContext(module, method_name, fun)
+    # (the wrappers tuple is reachable as run.wrappers, see active_wrappers)
+    if len(wrappers) == 1:
+        # The usual chain (profiling labels alone): no links. A partial is called
+        # from C, so the method runs with no extra Python frame.
+        (only,) = wrappers
 
-        def call(*a, **k):
-            return fun(module, *a, **k)
+        def run(fun, module, method_name, args, kwargs):
+            context = MethodCallContext(module, method_name, fun)
+            return only(functools.partial(fun, module), args, kwargs, context)
 
-        next_fn: Callable = call
-        for wrapper in reversed(wrappers):
-            next_fn = _Link(wrapper, next_fn, context)
-        return next_fn(*args, **kwargs)
+    else:
+
+        def run(fun, module, method_name, args, kwargs):
+            context = MethodCallContext(module, method_name, fun)
+            next_fn: Callable = functools.partial(fun, module)
+            for wrapper in reversed(wrappers):
+                next_fn = _Link(wrapper, next_fn, context)
+            return next_fn(*args, **kwargs)
 
     run.wrappers = wrappers  # type: ignore[attr-defined]
     # Calls on unbound modules run only the wrappers that ask for them (Flax runs
@@ -89,6 +103,20 @@ def _compose(wrappers: tuple[Callable, ...]) -> Callable:
     run.unbound = (  # type: ignore[attr-defined]
         None if not unbound else (run if unbound == wrappers else _compose(unbound))
     )
+    halves = tuple(h for h in (getattr(w, 'at_boundary', None) for w in wrappers) if h)
+    run.relative = len(halves) == len(wrappers)  # type: ignore[attr-defined]
+    run.boundary = _compose_boundary(halves) if halves else None  # type: ignore[attr-defined]
+    return run
+
+
+def _compose_boundary(halves: tuple[Callable, ...]) -> Callable:
+    def run(fn, module, method_name, method, args, kwargs):
+        context = MethodCallContext(module, method_name, method)
+        next_fn: Callable = fn
+        for half in reversed(halves):
+            next_fn = _Link(half, next_fn, context)
+        return next_fn(*args, **kwargs)
+
     return run
 
 
@@ -105,6 +133,36 @@ def active_wrappers() -> tuple[Callable, ...]:
     """The wrappers active in this context (a cache key for tracing transforms)."""
     runner = get_runner()
     return () if runner is None else runner.wrappers  # type: ignore[attr-defined]
+
+
+def wrappers_are_relative() -> bool:
+    """Whether every active wrapper has an ``at_boundary`` half (see :func:`call_at_boundary`).
+
+    True with no active wrapper. Then what the wrappers do inside a compiled
+    transform does not depend on the instance's name or path, so the transform's
+    cache need not key on them.
+    """
+    runner = get_runner()
+    return runner is None or runner.relative  # type: ignore[attr-defined]
+
+
+def call_at_boundary(
+    module: Any, method_name: str, method: Callable, fn: Callable, args: tuple, kwargs: dict
+) -> Any:
+    """Run ``fn(*args, **kwargs)``, a compiled transform standing for one method call.
+
+    The boundary halves of the active wrappers (a wrapper's ``at_boundary``
+    attribute, same signature as the wrapper) run around it, with the context of
+    ``module.method_name``. A half does outside the compiled function what
+    depends on the instance (a profiling label: its name), and arranges that its
+    wrapper, on the call of ``method`` that the transform makes inside, leaves
+    that part out: so one compiled function serves every instance of a class.
+    """
+    runner = get_runner()
+    boundary = None if runner is None else runner.boundary  # type: ignore[attr-defined]
+    if boundary is None:
+        return fn(*args, **kwargs)
+    return boundary(fn, module, method_name, method, args, kwargs)
 
 
 def get_runner() -> Callable | None:
@@ -175,7 +233,8 @@ def _call_wrapped_method(self, fun, method_name, is_compact, args, kwargs):
     stack = _stack.modules
     stack.append(self)
     try:
-        runner = get_runner()
+        entry = _chain.get()
+        runner = entry[1] if entry is not None and entry[0] == _generation[0] else get_runner()
         if runner is None:
             return fun(self, *args, **kwargs)
         return runner(fun, self, method_name, args, kwargs)
@@ -186,4 +245,5 @@ def _call_wrapped_method(self, fun, method_name, is_compact, args, kwargs):
             # claimed afresh each call, rng counters carry on.
             self.scope.reservations.clear()
             if not recurrent:
-                state.reset_compact()
+                state.in_compact_method = False
+                state.autoname_cursor = {}

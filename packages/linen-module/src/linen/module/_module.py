@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import operator
 import types
 import typing
 import weakref
@@ -131,6 +132,8 @@ def _is_namedtuple(x) -> bool:
 
 
 _HOLDER_TYPES: dict[type, bool] = {}
+# The types _HOLDER_TYPES maps to False (a set, for one C-level superset test).
+_NON_HOLDERS: set[type] = {int, float, bool, str, type(None), types.FunctionType}
 # class -> the function `apply` runs by default (its own or an inherited __call__)
 _CALL_METHODS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -142,6 +145,8 @@ def _might_hold_modules(value: Any) -> bool:
     holds = _HOLDER_TYPES.get(kind)
     if holds is None:
         holds = _HOLDER_TYPES[kind] = isinstance(value, (Module, list, tuple, dict, Mapping))
+        if not holds:
+            _NON_HOLDERS.add(kind)
     return holds
 
 
@@ -205,6 +210,15 @@ class Module(_DataclassLike):
         cls._field_names = tuple(  # type: ignore[attr-defined]
             f.name for f in dataclasses.fields(cls) if f.init and f.name not in ('parent', 'name')
         )
+        names = cls._field_names  # type: ignore[attr-defined]
+        # instance __dict__ -> tuple of field values, in one C call (None: no fields)
+        cls._field_getter = (  # type: ignore[attr-defined]
+            None
+            if not names
+            else operator.itemgetter(*names)
+            if len(names) > 1
+            else operator.itemgetter(names[0], names[0])
+        )
 
     # -- construction ----------------------------------------------------------
 
@@ -219,10 +233,10 @@ class Module(_DataclassLike):
             d['parent'] = parent
         if parent is None:
             return
-        if isinstance(parent, Scope):
-            d['scope'] = parent
-            return
         if not isinstance(parent, Module):
+            if isinstance(parent, Scope):
+                d['scope'] = parent
+                return
             raise errors.LinenError(
                 f'{type(self).__name__}(parent=...) must be a Module, a Scope or None; '
                 f'got {type(parent).__name__}.'
@@ -237,25 +251,31 @@ class Module(_DataclassLike):
         if not (pstate.in_setup or pstate.in_compact_method):
             raise errors.AssignSubModuleError(type(self).__name__)
         name = d['name']
+        pscope = parent.scope
         if name is None:
             prefix = type(self).__name__
             cursor = pstate.autoname_cursor.get(prefix, 0)
             name = f'{prefix}_{cursor}'
-            while _name_taken(parent, pstate, name):
+            # (_name_taken's first two tests inline: a name nobody has is the rule)
+            while (name in pscope.reservations or name in pstate.children) and _name_taken(
+                parent, pstate, name
+            ):
                 cursor += 1
                 name = f'{prefix}_{cursor}'
             pstate.autoname_cursor[prefix] = cursor + 1
             d['name'] = name
-        elif _name_taken(parent, pstate, name):
-            raise errors.NameInUseError('submodule', name, type(parent).__name__)
-        if not isinstance(name, str):
-            raise errors.LinenError(
-                f'Module names must be strings, got {name!r} for {type(self).__name__}.'
-            )
+        else:
+            if type(name) is not str and not isinstance(name, str):
+                raise errors.LinenError(
+                    f'Module names must be strings, got {name!r} for {type(self).__name__}.'
+                )
+            if _name_taken(parent, pstate, name):
+                raise errors.NameInUseError('submodule', name, type(parent).__name__)
         pstate.children[name] = self
-        if pstate.in_compact_method:
+        in_compact = pstate.in_compact_method
+        if in_compact:
             pstate.compact_children.add(name)
-        d['scope'] = parent.scope.push(name, reuse=pstate.in_compact_method)
+        d['scope'] = pscope._push_scope(name, reuse=in_compact)
 
     # -- attributes ------------------------------------------------------------
 
@@ -310,6 +330,15 @@ class Module(_DataclassLike):
         state = self._state
         if state.setup_called or state.in_setup or self.scope is None:
             return
+        cls = type(self)
+        if cls.setup is Module.setup:
+            # Runs for every module's first call (each call, for modules made
+            # inline in a compact method): one C-level pass over the field types
+            # when no field can hold a Module and there is no setup to run.
+            getter = cls._field_getter  # type: ignore[attr-defined]
+            if getter is None or _NON_HOLDERS.issuperset(map(type, getter(self.__dict__))):
+                state.setup_called = True
+                return
         state.in_setup = True
         _stack.modules.append(self)
         try:
@@ -317,9 +346,15 @@ class Module(_DataclassLike):
             # runs for every module's first call: keep it to a dict lookup per field.
             d = self.__dict__
             holders = _HOLDER_TYPES
+            non_holders = _NON_HOLDERS
             for field_name in type(self)._field_names:  # type: ignore[attr-defined]
                 value = d.get(field_name)
-                holds = holders.get(type(value))
+                kind = type(value)
+                if kind in non_holders:
+                    continue
+                if (kind is tuple or kind is list) and non_holders.issuperset(map(type, value)):
+                    continue  # axes, feature tuples: plain values, no Module inside
+                holds = holders.get(kind)
                 if holds is None:
                     holds = _might_hold_modules(value)
                 if holds and _contains_module(value):
@@ -484,7 +519,7 @@ class Module(_DataclassLike):
         """A new unbound (or re-parented) instance with the same fields, updated by ``updates``."""
         attrs = {f: self.__dict__[f] for f in type(self)._field_names}  # type: ignore[attr-defined]
         attrs['name'] = None if _reset_names else self.__dict__['name']
-        if _deep_clone:
+        if _deep_clone and not _NON_HOLDERS.issuperset(map(type, attrs.values())):
             for key, value in attrs.items():
                 if _might_hold_modules(value):
                     attrs[key] = _map_submodules(
@@ -579,7 +614,8 @@ class Module(_DataclassLike):
             else:
                 y = fn(module, *args, **kwargs)
             if mutable is not False:
-                return y, root.mutable_variables()
+                # (the root is invalidated below: its own dicts can be handed out)
+                return y, root.mutable_variables(copy=False)
             return y
         finally:
             root.invalidate()

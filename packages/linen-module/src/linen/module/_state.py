@@ -29,6 +29,7 @@ class ModuleState:
         self.compact_children: set[str] = set()
 
     def reset_compact(self) -> None:
+        # (the dispatcher inlines these two lines on its hot path)
         self.in_compact_method = False
         self.autoname_cursor = {}
 

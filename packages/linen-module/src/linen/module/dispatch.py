@@ -36,11 +36,14 @@ from typing import Any, TypeVar
 from linen.module._dispatch import MethodCallContext as MethodCallContext
 from linen.module._dispatch import _call_wrapped_method
 from linen.module._dispatch import active_wrappers as active_wrappers
+from linen.module._dispatch import call_at_boundary as call_at_boundary
 from linen.module._dispatch import invalidate_method_wrappers as invalidate_method_wrappers
+from linen.module._dispatch import wrappers_are_relative as wrappers_are_relative
 
 __all__ = [
     'MethodCallContext',
     'active_wrappers',
+    'call_at_boundary',
     'call_wrapped_method',
     'field_names',
     'in_compact_method',
@@ -48,6 +51,7 @@ __all__ = [
     'invalidate_method_wrappers',
     'mark_dispatched',
     'setup_called',
+    'wrappers_are_relative',
 ]
 
 F = TypeVar('F', bound=Callable[..., Any])

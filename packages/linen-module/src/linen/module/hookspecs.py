@@ -44,6 +44,13 @@ def linen_method_wrapper() -> MethodWrapper | None:
     result). An implementation whose activation is context-local (a ContextVar)
     calls ``invalidate_method_wrappers()`` when it changes, and
     ``invalidate_method_wrappers(everywhere=True)`` for a process-wide change.
+
+    A wrapper may carry an ``at_boundary`` attribute, a callable of the same
+    signature that compiling transforms (``nn.jit``) run outside the compiled
+    function (see :func:`linen.module.dispatch.call_at_boundary`): it does there
+    what depends on the instance, and the wrapper, on the transform's inner call
+    of the same method, leaves that out. When every active wrapper has one, one
+    compiled function serves all instances of a class.
     """
 
 

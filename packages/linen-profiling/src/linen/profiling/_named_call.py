@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from linen.module.dispatch import in_setup
-from linen.profiling._labels import LABELLED_ATTRIBUTE, label_scope
+from linen.profiling._labels import LABELLED_ATTRIBUTE, end_skip, label_scope, skips_at_boundary
 from linen.profiling._naming import derive_profiling_name
 from linen.profiling._state import is_named_call_enabled
 
@@ -38,6 +38,13 @@ def named_call(class_fn: F, force: bool = True) -> F:
         if (not force and not is_named_call_enabled()) or in_setup(self):
             return class_fn(self, *args, **kwargs)
         name = derive_profiling_name(self, class_fn.__name__, class_fn)
+        skip = skips_at_boundary(name)
+        if skip is not None:
+            # Inside nn.jit: the boundary pushed this label outside the compiled function.
+            try:
+                return class_fn(self, *args, **kwargs)
+            finally:
+                end_skip(skip)
         with label_scope(name):
             return class_fn(self, *args, **kwargs)
 

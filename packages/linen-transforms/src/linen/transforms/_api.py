@@ -8,7 +8,13 @@ from typing import Any
 
 from linen.core import errors
 from linen.module import Module
-from linen.module.dispatch import call_wrapped_method, field_names, in_compact_method
+from linen.module.dispatch import (
+    call_at_boundary,
+    call_wrapped_method,
+    field_names,
+    in_compact_method,
+    wrappers_are_relative,
+)
 from linen.transforms import (
     _args,
     _autodiff,
@@ -269,8 +275,11 @@ def _module_key(extra, labelled: bool):
     """The part of a call that decides its trace: the module's class and fields, whether
     it runs in compact mode, and the Modules and Variables lifted from the arguments.
 
-    The instance name joins only while method wrappers (profiling labels) are
-    active: labels differ per instance, so the compiled programs do too.
+    The instance name joins only while a method wrapper is active that may do
+    something per instance inside the trace. Profiling labels do not: the
+    instance's own label is pushed outside the compiled function (see
+    ``_jit_method``) and the labels inside are relative to it, so N instances of
+    a class compile once.
     """
     module, compact, objects, lifted_fields = extra
     # Lifted field modules count by their slot (their own key is in `objects`).
@@ -278,7 +287,7 @@ def _module_key(extra, labelled: bool):
         lifted_fields[f] if f in lifted_fields else module.__dict__[f]
         for f in field_names(type(module))
     )
-    name = module.name if labelled else None
+    name = module.name if labelled and not wrappers_are_relative() else None
     key = (type(module), name, _jit._hashable(fields), compact, _args.cache_key(objects))
     return key, extra
 
@@ -296,19 +305,25 @@ def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dic
         return _check_returns(y, method_name)
 
     jitted = _jit.jit(body, **options)
+    # What the wrappers see as the method (the dispatcher's inner function).
+    method = getattr(orig, 'inner_fun', orig)
 
     @functools.wraps(orig)
     def lifted(self, *args, **kwargs):
-        if self.scope is None:
+        scope = self.scope
+        if scope is None:
             raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
         # Bound Modules and Variables among the arguments are lifted too (Flax's
         # multi-scope lifting); they leave the arguments as empty pytrees.
         check_setup(self)
         args, kwargs, objects = _args.extract(args, kwargs)
         fields = _args.extract_fields(self, objects)
-        scopes = (self.scope, *_args.scopes_of(objects)) if objects else self.scope
+        scopes = (scope, *_args.scopes_of(objects)) if objects else scope
         extra = (self, in_compact_method(self), objects, fields)
-        return jitted(extra, scopes, *args, **kwargs)
+        # The instance's label (what depends on it) goes outside the compiled function.
+        return call_at_boundary(
+            self, method_name, method, lambda *a, **k: jitted(extra, scopes, *a, **k), args, kwargs
+        )
 
     return _mark(lifted)
 
