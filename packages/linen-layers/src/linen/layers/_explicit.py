@@ -96,10 +96,11 @@ def contraction_out_sharding(
         return None  # not a valid contraction: let JAX say so
     left = dict(zip(lhs_labels, spec_of(lhs), strict=True))
     right = dict(zip(rhs_labels, spec_of(rhs), strict=True))
-    # JAX's rule: a dimension of both operands must not be sharded differently, a
-    # contracted one not on both sides; batch dimensions take the input's sharding.
+    # JAX's rule: a dimension of both operands is sharded alike on both sides (newer
+    # JAX also refuses sharded vs. unsharded), and a contracted one not on both
+    # sides; batch dimensions take the input's sharding.
     clash = any(
-        _axes(left[c]) and _axes(right[c]) and (c not in out_labels or left[c] != right[c])
+        left[c] != right[c] or (_axes(left[c]) and c not in out_labels)
         for c in left.keys() & right.keys()
     )
     inferred = [left[c] if c in left else right[c] for c in out_labels]

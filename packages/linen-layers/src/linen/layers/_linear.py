@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from linen.core.meta import Partitioned
 from linen.layers import initializers
 from linen.layers._explicit import (
     contraction_out_sharding,
@@ -53,6 +54,9 @@ Dtype = Any
 
 def _boxed_reshape(value, shape):
     """Reshapes an initializer's result, keeping partitioning metadata if it is boxed."""
+    if isinstance(value, Partitioned):
+        # No sharding constraint on the flat value: its rank is not the names' rank.
+        return value.replace_boxed(jnp.reshape(value.unbox(apply_constraint=False), shape))
     if hasattr(value, 'unbox') and hasattr(value, 'replace_boxed'):
         return value.replace_boxed(jnp.reshape(value.unbox(), shape))
     return jnp.reshape(value, shape)
