@@ -252,3 +252,36 @@ def test_transformer_block_on_eight_devices(tmp_path):
             )
         assert EIGHT_DEVICE_COLLECTIVES[layout] in report[layout]['collectives'], layout
         assert report[layout]['names_after_training'] == ['embed', 'mlp']
+
+
+def test_checkpoint_onto_a_target_of_another_shape_names_the_path(tmp_path, request):
+    ocp = pytest.importorskip('orbax.checkpoint')
+    from linen.core import serialization
+    from linen.core.errors import InvalidCheckpointError
+
+    x, _ = worker.data()
+    params = nn.unbox(worker.MLPBlock().init(jax.random.key(0), x)['params'])
+    boxed = worker.MLPBlock().init(jax.random.key(0), x)['params']
+    checkpointer = ocp.StandardCheckpointer()
+    request.addfinalizer(checkpointer.close)
+    checkpointer.save(tmp_path / 'step_0', boxed)
+    checkpointer.wait_until_finished()
+    # A target with a wider hidden layer: orbax's own error names no variable.
+    wider = jax.eval_shape(lambda: boxed)
+    wider['Dense_0']['kernel'] = wider['Dense_0']['kernel'].replace_boxed(
+        jax.ShapeDtypeStruct((worker.FEATURES, 2 * worker.HIDDEN), np.float32)
+    )
+    stored = checkpointer.metadata(tmp_path / 'step_0')
+    with pytest.raises(
+        InvalidCheckpointError,
+        match=r'Dense_0/kernel/value: the checkpoint holds \(4, 8\), the target expects \(4, 16\)',
+    ):
+        serialization.check_restore_shapes(wider, stored)
+    # The right target passes the check and restores, boxes intact.
+    same = jax.eval_shape(lambda: boxed)
+    serialization.check_restore_shapes(same, stored)
+    restored = checkpointer.restore(tmp_path / 'step_0', same)
+    assert restored['Dense_0']['kernel'].names == ('embed', 'mlp')
+    np.testing.assert_array_equal(
+        nn.unbox(restored)['Dense_1']['kernel'], params['Dense_1']['kernel']
+    )
