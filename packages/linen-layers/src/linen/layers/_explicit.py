@@ -90,6 +90,10 @@ def contraction_out_sharding(
     mesh = explicit_mesh(lhs, rhs)
     if mesh is None:
         return None
+    if len(lhs_labels) != len(jax.typeof(lhs).shape) or len(rhs_labels) != len(
+        jax.typeof(rhs).shape
+    ):
+        return None  # labels that do not fit the operands: let JAX say so
     if len(set(lhs_labels)) != len(lhs_labels) or len(set(rhs_labels)) != len(rhs_labels):
         return None  # a trace or diagonal: JAX's own rules apply
     if not set(out_labels) <= {*lhs_labels, *rhs_labels}:
