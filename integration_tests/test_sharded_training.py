@@ -1,12 +1,15 @@
 """Training across devices and processes on JAX's own SPMD engine.
 
 Meshes use the suite's 4 simulated host devices (2x2, 4x1, 1x4); the multi-process
-test runs 2 processes x 2 CPU devices on localhost. Every sharded result is compared
-with the same computation on one device.
+test runs 2 processes x 2 CPU devices on localhost, and the 8-device test runs a
+transformer block on a 2x4 mesh in one subprocess (the device count is fixed when
+JAX starts). Every sharded result is compared with the same computation on one
+device.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -23,6 +26,7 @@ from jax.sharding import PartitionSpec as P
 import linen.nn as nn
 
 sys.path.insert(0, str(Path(__file__).parent / 'fixtures'))
+import sharded_8dev_checks as eight
 import sharded_dp_worker as worker
 
 WORKER = Path(worker.__file__)
@@ -180,3 +184,105 @@ def test_checkpoint_restores_onto_other_meshes_with_metadata(tmp_path, request):
         strict=True,
     ):
         np.testing.assert_array_equal(a, b)
+
+
+# Per parameter of the 8-device block, the mesh spec each layout must place it on.
+EIGHT_DEVICE_SPECS = {
+    'dp': {},  # everything replicated
+    'tp': {
+        **{f'attn/{n}/kernel': [None, 'model', None] for n in ('query', 'key', 'value')},
+        'attn/out/kernel': ['model', None, None],
+        'mlp_in/kernel': [None, 'model'],
+        'mlp_out/kernel': ['model', None],
+    },
+    'fsdp': {
+        **{f'attn/{n}/kernel': [['data', 'model'], None, None] for n in ('query', 'key', 'value')},
+        'attn/out/kernel': [None, None, ['data', 'model']],
+        'mlp_in/kernel': [['data', 'model'], None],
+        'mlp_out/kernel': [None, ['data', 'model']],
+    },
+}
+EIGHT_DEVICE_SPECS['tp_explicit'] = EIGHT_DEVICE_SPECS['tp']
+EIGHT_DEVICE_COLLECTIVES = {
+    'dp': 'all-reduce',
+    'tp': 'all-reduce',
+    'fsdp': 'all-gather',
+    'tp_explicit': 'all-reduce',
+}
+
+
+def test_transformer_block_on_eight_devices(tmp_path):
+    """DP, TP, FSDP (and TP on explicit axes) on a 2x4 mesh, in one 8-device process."""
+    # Unoptimised XLA code halves the compile time; the HLO keeps its collectives.
+    flags = (
+        '--xla_force_host_platform_device_count=8 --xla_backend_optimization_level=0 '
+        '--xla_llvm_disable_expensive_passes=true'
+    )
+    env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS='cpu')
+    proc = subprocess.Popen(
+        [sys.executable, '-W', 'error', eight.__file__, str(tmp_path)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    expected = eight.train_single_device()  # meanwhile, here on one device
+    log = proc.communicate(timeout=300)[0]
+    assert proc.returncode == 0, log[-4000:]
+    report = json.loads((tmp_path / 'report.json').read_text())
+    trained = dict(np.load(tmp_path / 'params.npz'))
+    assert set(report) == set(EIGHT_DEVICE_SPECS)
+    for layout, specs in EIGHT_DEVICE_SPECS.items():
+        placed = report[layout]['initial']
+        assert set(placed) == set(expected), layout
+        for path, value in expected.items():
+            spec = specs.get(path, [None] * value.ndim)
+            assert placed[path]['spec'] == spec, (layout, path)
+            # Each device holds only its shard from the start.
+            factor = [
+                1 if e is None else np.prod([eight.MESH_SIZES[a] for a in np.atleast_1d(e)])
+                for e in spec
+            ]
+            assert placed[path]['shard_shape'] == [d // f for d, f in zip(value.shape, factor)]
+            np.testing.assert_allclose(
+                trained[f'{layout}/{path}'],
+                value,
+                rtol=2e-5,
+                atol=2e-6,
+                err_msg=f'{layout}: {path}',
+            )
+        assert EIGHT_DEVICE_COLLECTIVES[layout] in report[layout]['collectives'], layout
+        assert report[layout]['names_after_training'] == ['embed', 'mlp']
+
+
+def test_checkpoint_onto_a_target_of_another_shape_names_the_path(tmp_path, request):
+    ocp = pytest.importorskip('orbax.checkpoint')
+    from linen.core import serialization
+    from linen.core.errors import InvalidCheckpointError
+
+    x, _ = worker.data()
+    params = nn.unbox(worker.MLPBlock().init(jax.random.key(0), x)['params'])
+    boxed = worker.MLPBlock().init(jax.random.key(0), x)['params']
+    checkpointer = ocp.StandardCheckpointer()
+    request.addfinalizer(checkpointer.close)
+    checkpointer.save(tmp_path / 'step_0', boxed)
+    checkpointer.wait_until_finished()
+    # A target with a wider hidden layer: orbax's own error names no variable.
+    wider = jax.eval_shape(lambda: boxed)
+    wider['Dense_0']['kernel'] = wider['Dense_0']['kernel'].replace_boxed(
+        jax.ShapeDtypeStruct((worker.FEATURES, 2 * worker.HIDDEN), np.float32)
+    )
+    stored = checkpointer.metadata(tmp_path / 'step_0')
+    with pytest.raises(
+        InvalidCheckpointError,
+        match=r'Dense_0/kernel/value: the checkpoint holds \(4, 8\), the target expects \(4, 16\)',
+    ):
+        serialization.check_restore_shapes(wider, stored)
+    # The right target passes the check and restores, boxes intact.
+    same = jax.eval_shape(lambda: boxed)
+    serialization.check_restore_shapes(same, stored)
+    restored = checkpointer.restore(tmp_path / 'step_0', same)
+    assert restored['Dense_0']['kernel'].names == ('embed', 'mlp')
+    np.testing.assert_array_equal(
+        nn.unbox(restored)['Dense_1']['kernel'], params['Dense_1']['kernel']
+    )

@@ -79,3 +79,19 @@ def test_constraint_under_explicit_axes_is_a_reshard_not_an_assert():
             jax.jit(lambda v: jax.lax.with_sharding_constraint(v, P('data', None)))(x)
         y = jax.jit(lambda v: spmd.with_logical_constraint(v, ('batch', None), RULES))(x)
     assert y.sharding.spec == P('data', None)
+
+
+@pytest.mark.parametrize('types', ['explicit', 'mixed'])
+def test_legacy_mesh_context_reshards_arrays_placed_on_explicit_axes(types):
+    # Under `with mesh:` JAX's abstract mesh is empty; an input already placed on the
+    # mesh tells jit the devices, and the constraint reshards onto the context mesh.
+    mesh = jax.make_mesh((2, 2), ('data', 'model'), axis_types=TYPES[types])
+    x = jax.device_put(jnp.arange(16.0).reshape(4, 4), NamedSharding(mesh, P()))
+    with _context('legacy', mesh):
+        y = jax.jit(lambda v: spmd.with_logical_constraint(v + 1, ('batch', 'embed'), RULES))(x)
+        z = jax.jit(lambda b: b.unbox() * 2)(meta.Partitioned(x, ('data', None)))
+    np.testing.assert_array_equal(y, x + 1)
+    np.testing.assert_array_equal(z, x * 2)
+    assert y.sharding.spec[0] == 'data' and z.sharding.spec[0] == 'data'
+    if types == 'explicit':
+        assert y.sharding.spec == P('data', 'model')

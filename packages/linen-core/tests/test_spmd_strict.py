@@ -4,6 +4,7 @@ one warning per cause otherwise. Meshes use the suite's 4 host devices (2x2)."""
 from __future__ import annotations
 
 import pickle
+import re
 import warnings
 
 import jax
@@ -124,3 +125,76 @@ def test_error_pickles():
     again = pickle.loads(pickle.dumps(err))
     assert type(again) is LogicalAxisRulesError and str(again) == str(err)
     assert isinstance(again, ValueError)
+
+
+def _dense_like(names, shape=(4, 3)):
+    """A functional model whose parameter ``params/Dense_0/kernel`` is boxed with ``names``."""
+    from linen.core import scope as core_scope
+
+    def model(scope, x):
+        init = spmd.with_logical_partitioning(jax.nn.initializers.ones, names)
+        kernel = scope.push('Dense_0').param('kernel', init, shape)
+        return x @ kernel
+
+    x = jnp.ones((2, shape[0]))
+    _, variables = core_scope.init(model)(jax.random.key(0), x)
+    return core_scope.apply(model), variables, x
+
+
+@pytest.mark.parametrize(
+    ('names', 'rules', 'shape', 'axis'),
+    [
+        # a logical name no rule maps
+        (('embed', 'mlp'), (('embed', 'model'),), (4, 3), "'mlp'"),
+        # a rule naming a mesh axis the mesh lacks
+        (('embed', 'mlp'), (('embed', 'tensor'), ('mlp', None)), (4, 3), "'tensor'"),
+        # names whose rank differs from the parameter's
+        (('embed',), (('embed', 'model'),), (4, 3), r"\('embed',\)"),
+    ],
+    ids=['unmapped', 'mesh_axis', 'rank'],
+)
+def test_a_parameter_unboxed_in_apply_names_its_path_and_the_axis(names, rules, shape, axis):
+    apply_fn, variables, x = _dense_like(names, shape)
+    with jax.set_mesh(_mesh()), spmd.logical_axis_rules(rules, strict=True):
+        with pytest.raises(LogicalAxisRulesError) as info:
+            apply_fn(variables, x)
+    message = str(info.value)
+    assert 'params/Dense_0/kernel' in message
+    assert re.search(axis, message), message
+
+
+def test_a_parameter_path_is_named_in_the_warning_without_strict_mode():
+    spmd._WARNED.clear()
+    apply_fn, variables, x = _dense_like(('embed', 'mlp2'))
+    with jax.set_mesh(_mesh()), spmd.logical_axis_rules((('embed', 'model'),)):
+        with pytest.warns(LogicalAxisRulesWarning, match=r"'mlp2' at \"params/Dense_0/kernel\""):
+            jax.jit(apply_fn)(variables, x)
+
+
+def test_raise_error_fallback_names_the_unmatched_axis():
+    spmd._WARNED.clear()
+    with jax.set_mesh(_mesh()), pytest.warns(LogicalAxisRulesWarning, match="'mlp'"):
+        with pytest.raises(LogicalAxisRulesError, match=r"unmatched: \['mlp'\]"):
+            spmd.with_logical_constraint(
+                jnp.ones((4, 4)),
+                ('embed', 'mlp'),
+                (('embed', 'model'), ('batch', 'data')),
+                fallback=spmd.RulesFallback.RAISE_ERROR,
+            )
+
+
+def test_constraint_without_a_mesh_names_the_axes():
+    with spmd.logical_axis_rules(RULES, strict=True):
+        with pytest.raises(LogicalAxisRulesError, match=r"no mesh \(names \('batch', 'embed'\)"):
+            spmd.with_logical_constraint(jnp.ones((4, 4)), ('batch', 'embed'))
+
+
+def test_conflicting_rules_name_the_logical_axis_and_both_rules():
+    # A rule set is checked when it is set, before any parameter uses it, so the error
+    # names the logical axis and the rules (no parameter path exists yet).
+    rules = (('embed', 'data'), ('embed', 'model'))
+    with pytest.raises(
+        LogicalAxisRulesError, match=r"'embed'.*\('embed', 'data'\).*\('embed', 'model'\)"
+    ):
+        with spmd.logical_axis_rules(rules, strict=True):
+            pass

@@ -179,8 +179,18 @@ def _is_boxed(value) -> bool:
     return boxed
 
 
-def _unbox(value):
-    return _meta().unbox(value)
+def _unbox(value, scope=None, collection: str = '', name: str = ''):
+    meta = _meta()
+    if scope is None:
+        return meta.unbox(value)
+    # A box may map its names through the logical rules here; a bad rule then names
+    # the variable it belongs to (``params/Dense_0/kernel``).
+    where = '/'.join((collection, *map(str, scope.path), name))
+    token = meta._VARIABLE_PATH.set(where)
+    try:
+        return meta.unbox(value)
+    finally:
+        meta._VARIABLE_PATH.reset(token)
 
 
 # ---------------------------------------------------------------------- Variable
@@ -209,7 +219,9 @@ class Variable:
     @property
     def value(self):
         v = self.scope.get_variable(self.collection, self.name)
-        return _unbox(v) if self.unbox else v
+        if self.unbox and _is_boxed(v):
+            return _unbox(v, self.scope, self.collection, self.name)
+        return v
 
     @value.setter
     def value(self, value):
@@ -593,7 +605,7 @@ class Scope:
             if self.flags.get('shape_check', True):
                 _check_param_shape(self, name, value, init_fn, init_args, init_kwargs, boxed)
         if unbox and boxed:
-            value = _unbox(value)
+            value = _unbox(value, self, 'params', name)
         return value
 
     # -- rngs ---------------------------------------------------------------------

@@ -204,7 +204,10 @@ def constrain(x: Any, spec: PartitionSpec, mesh: Mesh | None = None) -> Any:
                 for e in spec
             )
         )
-        target = NamedSharding(mesh, spec) if mesh is not None else spec
+        # Under the legacy `with mesh:` JAX's abstract mesh is empty and reshard
+        # refuses a bare spec, so the concrete context mesh is named.
+        on = mesh if mesh is not None else context if isinstance(context, Mesh) else None
+        target = NamedSharding(on, spec) if on is not None else spec
         return jax.sharding.reshard(x, target)
     target = NamedSharding(mesh, spec) if mesh is not None else spec
     return jax.lax.with_sharding_constraint(x, target)

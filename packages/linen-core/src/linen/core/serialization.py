@@ -48,6 +48,7 @@ from linen.core.frozen_dict import FrozenDict
 
 __all__ = [
     'MAX_CHUNK_SIZE',
+    'check_restore_shapes',
     'current_path',
     'from_bytes',
     'from_state_dict',
@@ -149,6 +150,62 @@ def from_state_dict(target: Any, state: Any, name: str = '.') -> Any:
         if handler is not None:
             return handler[1](target, state)
         return _restore_leaf(target, state)
+
+
+def _shapes_by_path(tree: Any) -> dict[str, tuple]:
+    def key_text(key: Any) -> str:
+        return str(getattr(key, 'key', getattr(key, 'name', getattr(key, 'idx', key))))
+
+    leaves = jax.tree_util.tree_leaves_with_path(tree, is_leaf=lambda x: hasattr(x, 'shape'))
+    return {
+        '/'.join(key_text(k) for k in path): tuple(leaf.shape)
+        for path, leaf in leaves
+        if hasattr(leaf, 'shape')
+    }
+
+
+def check_restore_shapes(target: Any, stored: Any) -> None:
+    """Raises :class:`InvalidCheckpointError` naming each path whose shapes differ.
+
+    Run it before restoring with a library that checks shapes without naming the
+    variable (orbax says only "Requested shape (5,) is not compatible with the
+    stored shape (3,)"); ``from_state_dict``/``from_bytes`` check on their own.
+
+    Args:
+        target: what will be restored into: arrays, ``jax.ShapeDtypeStruct`` s,
+            boxed (``nn.Partitioned``) or not.
+        stored: a tree with the checkpoint's shapes: a state dict, or orbax's
+            ``checkpointer.metadata(path)`` (its ``item_metadata`` is used).
+
+    >>> import numpy as np
+    >>> check_restore_shapes({'w': np.zeros((4, 5))}, {'w': np.zeros((4, 3))})
+    Traceback (most recent call last):
+    ...
+    InvalidCheckpointError: Checkpoint shape mismatch at w: ...
+    """
+    stored = getattr(stored, 'item_metadata', stored)
+    have = _shapes_by_path(stored)
+    want = _shapes_by_path(_state_tree(target))
+    wrong = [(p, have[p], want[p]) for p in want if p in have and have[p] != want[p]]
+    missing = [p for p in want if p not in have]
+    if not wrong and not missing:
+        return
+    lines = [f'{p}: the checkpoint holds {h}, the target expects {w}' for p, h, w in wrong]
+    lines += [f'{p}: not in the checkpoint (the target expects {want[p]})' for p in missing]
+    shown = '; '.join(lines[:5]) + (f'; and {len(lines) - 5} more' if len(lines) > 5 else '')
+    raise InvalidCheckpointError(
+        f'Checkpoint shape mismatch at {shown}. Build the restore target from the '
+        'same model configuration as the checkpoint (e.g. jax.eval_shape of its init), '
+        'or convert the stored arrays before restoring.'
+    )
+
+
+def _state_tree(target: Any) -> Any:
+    """``to_state_dict`` applied down a whole tree (boxes become ``{'value': ...}``)."""
+    state = to_state_dict(target)
+    if isinstance(state, dict):
+        return {k: _state_tree(v) for k, v in state.items()}
+    return state
 
 
 def _check_mapping(state: Any, what: str) -> None:

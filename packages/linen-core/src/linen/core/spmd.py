@@ -352,8 +352,10 @@ def _constrain_one(
     assigned = _assign(names, rules, None)
     if any(a is _UNASSIGNED for a in assigned):
         if fallback == RulesFallback.RAISE_ERROR:
+            unmatched = [n for n, a in zip(names, assigned) if a is _UNASSIGNED]
             raise LogicalAxisRulesError(
-                f'Axis names {names} did not match a rule in {rules}; add one or use '
+                f'Axis names {names}{_where(None)} did not match a rule in {rules} '
+                f'(unmatched: {unmatched}); add one or use '
                 'fallback=RulesFallback.AXIS_IS_UNSHARDED.'
             )
         if fallback == RulesFallback.NO_CONSTRAINT:
@@ -400,9 +402,10 @@ def with_logical_constraint(
     if mesh is None and context_mesh is None:
         _problem(
             ('no-mesh', rules),
-            'with_logical_constraint was called with logical axis rules but no mesh: '
-            'there is nothing to constrain to, so the constraint is dropped. Pass '
-            'mesh=..., or run under `with jax.set_mesh(mesh):`.',
+            f'with_logical_constraint was called with logical axis rules but no mesh '
+            f'(names {logical_axis_resources}{_where(None)}): there is nothing to constrain '
+            'to, so the constraint is dropped. Pass mesh=..., or run under '
+            '`with jax.set_mesh(mesh):`.',
         )
         return x
     one = functools.partial(

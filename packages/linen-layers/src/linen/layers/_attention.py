@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from linen.layers._explicit import contraction_out_sharding
 from linen.layers._linear import DenseGeneral
 from linen.layers._normalization import LayerNorm
 from linen.layers.dtypes import canonicalize_dtype, promote_dtype
@@ -93,7 +94,8 @@ def _qk_logits(query, key, precision, einsum_dot_general, einsum):
     theirs too (a hand-ordered dot_general compiles to a different HLO).
     """
     fn = _einsum(einsum_dot_general, einsum)
-    return fn('...qhd,...khd->...hqk', query, key, precision=precision)
+    sharding = _explicit_einsum_sharding(fn, query, key, 'qhd', 'khd', 'hqk')
+    return fn('...qhd,...khd->...hqk', query, key, precision=precision, **sharding)
 
 
 def _einsum(einsum_dot_general, einsum):
@@ -107,7 +109,32 @@ def _einsum(einsum_dot_general, einsum):
 def _weights_times_value(weights, value, precision, einsum_dot_general, einsum):
     """``[..., h, q, k] x [..., k, h, d] -> [..., q, h, d]``."""
     fn = _einsum(einsum_dot_general, einsum)
-    return fn('...hqk,...khd->...qhd', weights, value, precision=precision)
+    sharding = _explicit_einsum_sharding(fn, weights, value, 'hqk', 'khd', 'qhd')
+    return fn('...hqk,...khd->...qhd', weights, value, precision=precision, **sharding)
+
+
+def _explicit_einsum_sharding(fn, lhs, rhs, lhs_tail, rhs_tail, out_tail) -> dict:
+    """``{'out_sharding': ...}`` where explicit mesh axes make JAX's choice ambiguous.
+
+    Only for ``jnp.einsum`` itself (a user's einsum need not take ``out_sharding``);
+    the ``...`` batch axes are spelled out in letters the tails do not use.
+    """
+    if fn is not jnp.einsum:
+        return {}
+    letters = [c for c in 'abcefgijlmnoprstuvwxyz' if c not in lhs_tail + rhs_tail]
+    n_lhs, n_rhs = lhs.ndim - len(lhs_tail), rhs.ndim - len(rhs_tail)
+    n_out = max(n_lhs, n_rhs)
+    if n_out > len(letters):
+        return {}
+    batch = ''.join(letters[:n_out])
+    out_sharding = contraction_out_sharding(
+        lhs,
+        rhs,
+        batch[n_out - n_lhs :] + lhs_tail,
+        batch[n_out - n_rhs :] + rhs_tail,
+        batch + out_tail,
+    )
+    return {} if out_sharding is None else {'out_sharding': out_sharding}
 
 
 # ----------------------------------------------------------------------------- functions

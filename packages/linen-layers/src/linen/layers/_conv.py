@@ -16,6 +16,7 @@ import numpy as np
 from jax import lax
 
 from linen.layers import initializers
+from linen.layers._explicit import conv_out_sharding, explicit_mesh, replicate_for_conv
 from linen.layers._linear import Array, Dtype, _add_bias, default_kernel_init
 from linen.layers.dtypes import promote_dtype
 from linen.layers.errors import (
@@ -245,23 +246,31 @@ class _ConvBase(Module):
 
         inputs, kernel, bias = self.promote_dtype(inputs, kernel, bias, dtype=self.dtype)
         if self.shared_weights:
-            if self.conv_general_dilated_cls is not None:
-                conv = self.conv_general_dilated_cls()
-            elif self.conv_general_dilated is not None:
-                conv = self.conv_general_dilated
-            else:
-                conv = lax.conv_general_dilated
-            y = conv(
-                inputs,
-                kernel,
-                strides,
-                padding,
+            conv_args = dict(
                 lhs_dilation=input_dilation,
                 rhs_dilation=kernel_dilation,
                 dimension_numbers=dimension_numbers,
                 feature_group_count=groups,
                 precision=self.precision,
             )
+            if self.conv_general_dilated_cls is not None:
+                conv = self.conv_general_dilated_cls()
+            elif self.conv_general_dilated is not None:
+                conv = self.conv_general_dilated
+            else:
+                conv = lax.conv_general_dilated
+                if explicit_mesh(inputs, kernel) is not None:
+                    # Explicit mesh axes: JAX infers a convolution's output sharding
+                    # only with a replicated kernel and unsharded input features.
+                    out = jax.eval_shape(
+                        lambda a, b: conv(a, b, strides, padding, **conv_args),
+                        jax.ShapeDtypeStruct(inputs.shape, inputs.dtype),
+                        jax.ShapeDtypeStruct(kernel.shape, kernel.dtype),
+                    )
+                    out_sharding = conv_out_sharding(inputs, kernel, out.shape)
+                    if out_sharding is not None:
+                        conv_args['out_sharding'] = out_sharding
+            y = conv(inputs, kernel, strides, padding, **conv_args)
         else:
             y = lax.conv_general_dilated_local(
                 lhs=inputs,
@@ -400,6 +409,9 @@ class ConvTranspose(Module):
             else None
         )
         inputs, kernel, bias = self.promote_dtype(inputs, kernel, bias, dtype=self.dtype)
+        # lax.conv_transpose takes no out_sharding: under explicit mesh axes the
+        # operands are resharded so JAX can infer it (a no-op elsewhere).
+        inputs, kernel = replicate_for_conv(inputs, kernel)
         y = lax.conv_transpose(
             inputs,
             kernel,

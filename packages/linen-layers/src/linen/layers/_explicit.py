@@ -1,22 +1,33 @@
-"""The output sharding of a contraction under ``Explicit`` mesh axes.
+"""Output shardings of the layers' contractions under ``Explicit`` mesh axes.
 
-Under explicit axes a sharding is part of an array's type, and JAX refuses a
-``dot_general`` whose contracting dimensions are sharded on both sides ("it is
-ambiguous how the output should be sharded"). Flax's ``Dense`` fails there; linen
-picks the answer a user would write by hand: the output keeps the input's batch
-sharding and the kernel's output-feature sharding (when that mesh axis is not
-already used by the batch), and XLA reduces over the contracted axis.
+Under explicit axes a sharding is part of an array's type and every operation must
+be able to say how its output is sharded. JAX refuses a contraction (``dot_general``,
+``einsum``, ``matmul``) whose contracted dimension is sharded on both sides, or
+sharded differently on the two sides, or whose output would use one mesh axis twice
+("it is ambiguous how the output should be sharded"), and a convolution whose kernel
+or input features are sharded at all. Flax's layers fail there; linen's pass the
+``out_sharding`` a user would write by hand: every output dimension keeps the
+sharding of the operand it comes from (the input first, then the kernel), a mesh
+axis is used once, and XLA reduces over the contracted axes.
+
+The helpers read the mesh from the operands' types (``jax.typeof(x).sharding``), so
+they work under ``jax.set_mesh``, under the legacy ``with mesh:`` and with no
+context at all. They return ``None`` (let JAX decide, exactly as before) wherever no
+operand is typed with explicit axes (``Auto`` meshes and no mesh: the traced program
+is unchanged) and wherever JAX can infer the output sharding on its own.
 """
 
 from __future__ import annotations
 
+import string
+from collections.abc import Sequence
 from typing import Any
 
 import jax
-from jax.sharding import PartitionSpec
+from jax.sharding import NamedSharding, PartitionSpec
 
-# [(the abstract mesh last seen, whether it has explicit axes)]
-_LAST_MESH: list[tuple[Any, bool]] = [(None, False)]
+# Public since JAX added explicit sharding; a JAX without it has no explicit axes.
+_EXPLICIT = getattr(getattr(jax.sharding, 'AxisType', None), 'Explicit', None)
 
 
 def _axes(entry: Any) -> tuple:
@@ -25,34 +36,174 @@ def _axes(entry: Any) -> tuple:
     return (entry,) if isinstance(entry, str) else tuple(entry)
 
 
-def dense_out_sharding(inputs: Any, kernel: Any) -> PartitionSpec | None:
-    """``out_sharding`` for ``inputs @ kernel`` (kernel 2-D), or ``None`` when not needed.
+def _sharding(x: Any) -> Any:
+    return getattr(jax.typeof(x), 'sharding', None)
 
-    ``None`` (let JAX decide) outside a mesh with explicit axes, and wherever JAX
-    can infer the output on its own (contracting dimension unsharded on a side).
+
+def explicit_mesh(*operands: Any) -> Any:
+    """The (abstract) mesh of the first operand typed with ``Explicit`` axes, or ``None``."""
+    if _EXPLICIT is None:
+        return None
+    for x in operands:
+        if x is None:
+            continue
+        mesh = getattr(_sharding(x), 'mesh', None)
+        if mesh is None or mesh.empty:
+            continue
+        if any(t == _EXPLICIT for t in (getattr(mesh, 'axis_types', None) or ())):
+            return mesh
+    return None
+
+
+def spec_of(x: Any) -> tuple:
+    """``x``'s sharding spec from its type, one entry per dimension."""
+    ndim = len(jax.typeof(x).shape)
+    spec = tuple(getattr(_sharding(x), 'spec', None) or ())
+    return spec[:ndim] + (None,) * (ndim - len(spec))
+
+
+def _fits(entries: Sequence[Any]) -> bool:
+    """No mesh axis used by two entries."""
+    used = [a for e in entries for a in _axes(e)]
+    return len(used) == len(set(used))
+
+
+def _first_come(entries: Sequence[Any], order: Sequence[int]) -> list:
+    """``entries`` with each mesh axis kept by the first entry (in ``order``) that uses it."""
+    kept: list[Any] = [None] * len(entries)
+    taken: set = set()
+    for i in order:
+        axes = _axes(entries[i])
+        if axes and taken.isdisjoint(axes):
+            kept[i] = entries[i]
+            taken.update(axes)
+    return kept
+
+
+def contraction_out_sharding(
+    lhs: Any, rhs: Any, lhs_labels: str, rhs_labels: str, out_labels: str
+) -> NamedSharding | None:
+    """``out_sharding`` for the einsum ``'<lhs>,<rhs>-><out>'`` (labels spelled out, no ``...``).
+
+    ``None`` outside explicit axes and wherever JAX infers the output by itself.
     """
-    mesh = jax.sharding.get_abstract_mesh()
-    last = _LAST_MESH[0]
-    if mesh is last[0]:
-        # Every Dense call asks; the mesh object rarely changes (outside any mesh
-        # JAX hands back the same empty one), and `empty` is a computed property.
-        explicit = last[1]
-    else:
-        explicit = not mesh.empty and bool(mesh.explicit_axes)
-        _LAST_MESH[0] = (mesh, explicit)  # one tuple: threads see a consistent pair
-    if not explicit:
+    mesh = explicit_mesh(lhs, rhs)
+    if mesh is None:
         return None
-    in_spec = tuple(jax.typeof(inputs).sharding.spec)
-    k_spec = tuple(jax.typeof(kernel).sharding.spec)
-    in_spec += (None,) * (jnp_ndim(inputs) - len(in_spec))
-    k_spec += (None,) * (2 - len(k_spec))
-    if not (_axes(in_spec[-1]) and _axes(k_spec[0])):
+    if len(lhs_labels) != len(jax.typeof(lhs).shape) or len(rhs_labels) != len(
+        jax.typeof(rhs).shape
+    ):
+        return None  # labels that do not fit the operands: let JAX say so
+    if len(set(lhs_labels)) != len(lhs_labels) or len(set(rhs_labels)) != len(rhs_labels):
+        return None  # a trace or diagonal: JAX's own rules apply
+    if not set(out_labels) <= {*lhs_labels, *rhs_labels}:
+        return None  # not a valid contraction: let JAX say so
+    left = dict(zip(lhs_labels, spec_of(lhs), strict=True))
+    right = dict(zip(rhs_labels, spec_of(rhs), strict=True))
+    # JAX's rule: a dimension of both operands is sharded alike on both sides (newer
+    # JAX also refuses sharded vs. unsharded), and a contracted one not on both
+    # sides; batch dimensions take the input's sharding.
+    clash = any(
+        left[c] != right[c] or (_axes(left[c]) and c not in out_labels)
+        for c in left.keys() & right.keys()
+    )
+    inferred = [left[c] if c in left else right[c] for c in out_labels]
+    if not clash and _fits(inferred):
         return None
-    batch = in_spec[:-1]
-    used = {a for e in batch for a in _axes(e)}
-    features = k_spec[1] if used.isdisjoint(_axes(k_spec[1])) else None
-    return PartitionSpec(*batch, features)
+    wanted = [left[c] if _axes(left.get(c)) else right.get(c) for c in out_labels]
+    # The input's dimensions (batch, sequence) keep their axes before the kernel's.
+    order = [i for i, c in enumerate(out_labels) if c in left]
+    order += [i for i, c in enumerate(out_labels) if c not in left]
+    return NamedSharding(mesh, PartitionSpec(*_first_come(wanted, order)))
 
 
-def jnp_ndim(x: Any) -> int:
-    return len(jax.typeof(x).shape)
+def dot_general_out_sharding(lhs: Any, rhs: Any, dimension_numbers: Any) -> NamedSharding | None:
+    """:func:`contraction_out_sharding` for ``lax.dot_general``'s dimension numbers."""
+    if explicit_mesh(lhs, rhs) is None:
+        return None
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+    lhs_ndim, rhs_ndim = len(jax.typeof(lhs).shape), len(jax.typeof(rhs).shape)
+    letters = iter(string.ascii_letters)
+    lhs_labels = [next(letters) for _ in range(lhs_ndim)]
+    rhs_labels: list[str | None] = [None] * rhs_ndim
+    for i, j in (*zip(lhs_contract, rhs_contract), *zip(lhs_batch, rhs_batch)):
+        rhs_labels[j] = lhs_labels[i]
+    rhs_labels = [label or next(letters) for label in rhs_labels]
+    shared = {*lhs_contract, *lhs_batch}
+    rhs_shared = {*rhs_contract, *rhs_batch}
+    out = [lhs_labels[i] for i in lhs_batch]
+    out += [lhs_labels[i] for i in range(lhs_ndim) if i not in shared]
+    out += [rhs_labels[j] for j in range(rhs_ndim) if j not in rhs_shared]
+    return contraction_out_sharding(
+        lhs, rhs, ''.join(lhs_labels), ''.join(rhs_labels), ''.join(out)
+    )
+
+
+def dense_out_sharding(inputs: Any, kernel: Any) -> NamedSharding | None:
+    """``out_sharding`` for ``inputs @ kernel`` with a 2-D kernel."""
+    ndim = len(jax.typeof(inputs).shape)
+    return dot_general_out_sharding(inputs, kernel, (((ndim - 1,), (0,)), ((), ())))
+
+
+def conv_out_sharding(lhs: Any, rhs: Any, out_shape: Sequence[int]) -> NamedSharding | None:
+    """``out_sharding`` for a channels-last convolution (``lhs`` N..C, ``rhs`` ..IO).
+
+    JAX infers the output only when the kernel is replicated and the input features
+    are not sharded. Otherwise the output keeps the input's batch sharding, its
+    spatial sharding where the output size still divides, and the kernel's
+    output-feature sharding.
+    """
+    mesh = explicit_mesh(lhs, rhs)
+    if mesh is None:
+        return None
+    lhs_spec, rhs_spec = spec_of(lhs), spec_of(rhs)
+    if not any(_axes(e) for e in rhs_spec) and not _axes(lhs_spec[-1]):
+        return None
+    sizes = dict(mesh.shape)
+    wanted = [lhs_spec[0]]
+    for entry, size in zip(lhs_spec[1:-1], out_shape[1:-1], strict=True):
+        parts = 1
+        for axis in _axes(entry):
+            parts *= sizes[axis]
+        wanted.append(entry if size % parts == 0 else None)
+    wanted.append(rhs_spec[-1])
+    return NamedSharding(mesh, PartitionSpec(*_first_come(wanted, range(len(wanted)))))
+
+
+def replicate_for_conv(inputs: Any, kernel: Any) -> tuple[Any, Any]:
+    """The operands resharded so JAX infers a convolution's output (for ``conv_transpose``).
+
+    ``lax.conv_transpose`` takes no ``out_sharding``; under explicit axes the kernel
+    is gathered (replicated) and the input features unsharded, so the output keeps
+    the input's batch and spatial sharding. Outside explicit axes nothing moves.
+    """
+    mesh = explicit_mesh(inputs, kernel)
+    if mesh is None:
+        return inputs, kernel
+    in_spec, k_spec = spec_of(inputs), spec_of(kernel)
+    if any(_axes(e) for e in k_spec):
+        kernel = jax.sharding.reshard(kernel, NamedSharding(mesh, PartitionSpec()))
+    if _axes(in_spec[-1]):
+        inputs = jax.sharding.reshard(
+            inputs, NamedSharding(mesh, PartitionSpec(*in_spec[:-1], None))
+        )
+    return inputs, kernel
+
+
+def match_trailing(value: Any, y: Any) -> Any:
+    """``value`` (a bias broadcast onto ``y``'s trailing axes) resharded like ``y``.
+
+    Under explicit axes a sharded bias whose sharding differs from the output's
+    would either clash with it or reshard the output; the bias follows the output
+    instead. Outside explicit axes, or when they agree, ``value`` is returned as is.
+    """
+    mesh = explicit_mesh(value, y)
+    if mesh is None:
+        return value
+    v_spec, y_spec = spec_of(value), spec_of(y)
+    y_spec = y_spec[len(y_spec) - len(v_spec) :]
+    if all(not _axes(v) or v == t for v, t in zip(v_spec, y_spec, strict=True)):
+        return value
+    shape = jax.typeof(value).shape
+    target = tuple(None if d == 1 else t for t, d in zip(y_spec, shape, strict=True))
+    return jax.sharding.reshard(value, NamedSharding(mesh, PartitionSpec(*target)))

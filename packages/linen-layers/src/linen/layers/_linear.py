@@ -19,8 +19,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from linen.core.meta import Partitioned
 from linen.layers import initializers
-from linen.layers._explicit import dense_out_sharding
+from linen.layers._explicit import (
+    contraction_out_sharding,
+    dense_out_sharding,
+    dot_general_out_sharding,
+    match_trailing,
+)
 from linen.layers.dtypes import promote_dtype
 from linen.layers.errors import (
     LayerArgumentError,
@@ -48,6 +54,9 @@ Dtype = Any
 
 def _boxed_reshape(value, shape):
     """Reshapes an initializer's result, keeping partitioning metadata if it is boxed."""
+    if isinstance(value, Partitioned):
+        # No sharding constraint on the flat value: its rank is not the names' rank.
+        return value.replace_boxed(jnp.reshape(value.unbox(apply_constraint=False), shape))
     if hasattr(value, 'unbox') and hasattr(value, 'replace_boxed'):
         return value.replace_boxed(jnp.reshape(value.unbox(), shape))
     return jnp.reshape(value, shape)
@@ -69,8 +78,7 @@ def _add_bias(y, bias):
     """
     if bias is None:
         return y
-    missing = y.ndim - bias.ndim
-    return y + (bias if missing <= 0 else jnp.reshape(bias, (1,) * missing + bias.shape))
+    return y + match_trailing(_with_rank(bias, y.ndim), y)
 
 
 def _with_rank(x, ndim: int):
@@ -261,18 +269,22 @@ class DenseGeneral(Module):
         inputs, kernel, bias = self.promote_dtype(inputs, kernel, bias, dtype=self.dtype)
         kernel_batch = tuple(range(n_batch))
         kernel_contract = tuple(range(n_batch, n_batch + n_axis))
+        dimension_numbers = ((axis, kernel_contract), (batch_dims, kernel_batch))
+        sharding = {}
+        if self.dot_general is None and self.dot_general_cls is None:
+            # Explicit mesh axes sharding the contraction ambiguously (None elsewhere).
+            out_sharding = dot_general_out_sharding(inputs, kernel, dimension_numbers)
+            if out_sharding is not None:
+                sharding['out_sharding'] = out_sharding
         out = _pick_dot_general(self)(
-            inputs,
-            kernel,
-            ((axis, kernel_contract), (batch_dims, kernel_batch)),
-            precision=self.precision,
+            inputs, kernel, dimension_numbers, precision=self.precision, **sharding
         )
         if bias is not None:
             # Output layout: batch axes, free input axes, features; the bias gets
             # the output's rank (strict rank promotion forbids implicit broadcasting).
             n_free = ndim - n_axis - n_batch
             bias = jnp.reshape(bias, batch_shape + (1,) * n_free + features)
-            out = out + bias
+            out = out + match_trailing(bias, out)
         return out
 
 
@@ -351,15 +363,21 @@ class Einsum(Module):
             bias = None
 
         inputs, kernel, bias = self.promote_dtype(inputs, kernel, bias, dtype=self.dtype)
+        sharding = {}
+        # Explicit mesh axes sharding the contraction ambiguously (None elsewhere).
+        out_sharding = contraction_out_sharding(inputs, kernel, lhs, rhs, output)
+        if out_sharding is not None:
+            sharding['out_sharding'] = out_sharding
         y = jnp.einsum(
             einsum_str,
             inputs,
             kernel,
             precision=self.precision,
             preferred_element_type=self.preferred_element_type,
+            **sharding,
         )
         if bias is not None:
-            y = y + jnp.reshape(bias, broadcast_shape)
+            y = y + match_trailing(jnp.reshape(bias, broadcast_shape), y)
         return y
 
 
