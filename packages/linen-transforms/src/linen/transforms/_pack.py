@@ -16,15 +16,15 @@ from typing import Any
 import jax
 
 from linen.core import Scope, in_filter, meta
-from linen.transforms.errors import TransformArgumentError
 from linen.core.lifting import (
-    RngStream,
     Filter,
+    RngStream,
     binding_variables,
     detached_scope,
     scope_collection,
     writable_scope_collection,
 )
+from linen.transforms.errors import TransformArgumentError
 
 __all__ = [
     'gather_variables',

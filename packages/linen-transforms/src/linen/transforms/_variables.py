@@ -7,9 +7,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from linen.core import subtract_filters
+from linen.core.lifting import Filter, RngStream, thaw
 from linen.core.scope import is_filter_empty
-from linen.core.lifting import thaw
-from linen.core.lifting import Filter, RngStream
 from linen.transforms import _pack
 
 
@@ -59,9 +58,7 @@ def map_variables(
             for s in state.scopes
         ]
         inner = [
-            _pack.make_inner_scope(
-                s, {**map_in_fn(thaw(m)), **o}, _pack.streams(k, t), mutable=mut
-            )
+            _pack.make_inner_scope(s, {**map_in_fn(thaw(m)), **o}, _pack.streams(k, t), mutable=mut)
             for s, m, o, k, t, mut in zip(
                 state.scopes, mapped, other, state.keys, state.templates, inner_mutable
             )

@@ -22,11 +22,11 @@ from linen.transforms._autodiff import jvp as jvp
 from linen.transforms._autodiff import value_and_grad as value_and_grad
 from linen.transforms._autodiff import vjp as vjp
 from linen.transforms._control import cond as cond
-from linen.transforms._core_jit import jit as jit
 from linen.transforms._control import switch as switch
 from linen.transforms._control import while_loop as while_loop
 from linen.transforms._core_checkpoint import checkpoint as checkpoint
 from linen.transforms._core_checkpoint import remat as remat
+from linen.transforms._core_jit import jit as jit
 from linen.transforms._remat import remat_scan as remat_scan
 from linen.transforms._scan import broadcast as broadcast
 from linen.transforms._scan import scan as scan
