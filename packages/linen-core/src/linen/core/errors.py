@@ -112,7 +112,8 @@ class ApplyScopeInvalidVariablesTypeError(LinenError, TypeError):
         super().__init__(
             'The first argument passed to an apply function should be a dictionary of '
             'collections. Each collection should be a dictionary with string keys. '
-            f'Got {kind}: pass the dictionary returned by `init` (e.g. {{"params": {{...}}}}).'
+            f'Got {kind}: pass a mapping of collections, the dictionary returned by `init` '
+            '(e.g. {"params": {...}}).'
         )
 
 
@@ -389,7 +390,7 @@ class CallUnbindOnUnboundModuleError(LinenError):
 
     def __init__(self):
         super().__init__(
-            "Can't call `unbind()` on unbound modules. Use `module.bind(variables)` first."
+            "Can't call `unbind()` on unbound modules (this one is not bound). Use `module.bind(variables)` first."
         )
 
 

@@ -128,8 +128,8 @@ def remat_scan(
     policy: Callable | None = None,
     variable_broadcast: Any = False,
     variable_carry: Any = False,
-    variable_axes: Any = {True: 0},
-    split_rngs: Any = {True: True},
+    variable_axes: Any = None,
+    split_rngs: Any = None,
 ) -> Callable:
     """``body_fn(scope, x) -> x`` looped ``prod(lengths)`` times: a ``scan`` of ``remat``
     nested once per entry of ``lengths`` (Flax's ``lift.remat_scan``).
@@ -137,6 +137,9 @@ def remat_scan(
     Variables of the ``variable_axes`` collections gain one leading axis per entry.
     """
     from linen.transforms import _scan
+
+    variable_axes = {True: 0} if variable_axes is None else variable_axes
+    split_rngs = {True: True} if split_rngs is None else split_rngs
 
     def step(scope, carry):
         return body_fn(scope, carry), None
