@@ -390,7 +390,8 @@ class CallUnbindOnUnboundModuleError(LinenError):
 
     def __init__(self):
         super().__init__(
-            "Can't call `unbind()` on unbound modules (this one is not bound). Use `module.bind(variables)` first."
+            "Can't call `unbind()` on unbound modules (this one is not bound). Use "
+            '`module.bind(variables)` first.'
         )
 
 
