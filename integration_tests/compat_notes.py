@@ -104,7 +104,7 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
         'set_from_dict': ('not supported', "internal to Flax's lifting."),
         'swap_collection': ('not supported', "internal to Flax's lifting."),
         'tree_map_rngs': ('not supported', "internal to Flax's lifting."),
-        'vmap': ('differs', 'over a scope or a tuple or list of scopes (Flax: any pytree).'),
+        'vmap': ('supported', 'over a scope or any pytree of scopes, as Flax.'),
         **{
             n: ('supported', 'over a scope or any pytree of scopes, as Flax.')
             for n in (

@@ -420,3 +420,23 @@ def test_scan_over_a_tuple_of_scopes_is_a_typed_error():
     model = prog_scan(linen_lift, True)
     with pytest.raises(TransformArgumentError, match='lift.scan takes one scope'):
         linen_core.init(model)(KEY, X)
+
+
+@pytest.mark.parametrize('transform', ['vmap', 'cond'])
+def test_a_dict_of_scopes_is_lifted_as_in_flax(transform):
+    def both(scopes, x):
+        return dense(scopes['a'], x) - dense(scopes['b'], x)
+
+    outs = []
+    for core, lift in (FLAX, LINEN):
+
+        def model(scope, xs, lift=lift):
+            scopes = {'a': scope.push('a'), 'b': scope.push('b')}
+            if transform == 'cond':
+                return lift.cond(True, both, both, scopes, xs)
+            lifted = lift.vmap(both, variable_axes={'params': 0}, split_rngs={'params': True})
+            return lifted(scopes, xs)
+
+        outs.append(core.init(model)(KEY, X))
+    _same(outs[1][1], outs[0][1])
+    _same(outs[1][0], outs[0][0], exact=False)
