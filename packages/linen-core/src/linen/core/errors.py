@@ -493,7 +493,8 @@ class TransformTargetError(LinenError, TypeError):
         super().__init__(
             'Linen transformations must be applied to Modules classes or functions taking '
             'a Module instance as the first argument. The provided target is not a Module '
-            f'class or callable: {target!r}. For plain functions use the JAX transform.'
+            f'class or callable: {target!r}. Linen transforms apply to a Module class or a '
+            'Module method; for plain functions use the JAX transform.'
         )
 
 
