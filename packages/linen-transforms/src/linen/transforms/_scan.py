@@ -15,10 +15,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from linen.core import Scope, in_filter
+from linen.core import in_filter
 from linen.core.lifting import Filter
 from linen.transforms import _pack
-from linen.transforms.errors import ScanCollectionError, ScanLengthError, TransformArgumentError
+from linen.transforms.errors import ScanCollectionError, ScanLengthError
 
 
 class _Broadcast:
@@ -89,12 +89,6 @@ def scan(
     metadata_params = dict(metadata_params or {})
 
     def wrapper(scope, carry, *xs, **kwargs):
-        if not isinstance(scope, Scope):
-            raise TransformArgumentError(
-                f'lift.scan takes one scope, got {type(scope).__name__}: scanning a tuple '
-                'of scopes together is not supported yet; scan a function of one scope '
-                'whose children are the scopes you need (scope.push(...)).'
-            )
         in_spec = _per_arg(in_axes, len(xs))
         n = _scan_length(xs, in_spec, length)
         groups = _pack.group_variables(_pack.gather_variables(scope), filters)
