@@ -44,9 +44,8 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
             '(Flax drops the write).',
         ),
         'Module': (
-            'differs',
-            '`parent`/`name` are keyword-only (Flax takes them positionally after the fields, '
-            'so a stray positional argument becomes `parent`; here it is a TypeError).',
+            'supported',
+            '`parent`/`name` are keyword-only, as in Flax (a positional one is a TypeError).',
         ),
         'enable_named_call': (
             'differs',
@@ -81,7 +80,7 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
         ),
         'remat_scan': (
             'differs',
-            '`linen.transforms.remat_scan` (Module-level); no functional `lift.remat_scan`.',
+            'in `linen.transforms.lift` (linen-core imports no other distribution).',
         ),
         'axes_scan': (
             'not supported',
@@ -110,19 +109,44 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
             "Flax's generic lifting primitive; linen lifts each transform directly. Every "
             'public `lift.*` transform is provided.',
         ),
-        'remat_scan': ('not supported', 'use `linen.transforms.remat_scan` on Modules.'),
+        'remat_scan': ('supported', 'functional `lift.remat_scan` over a scope.'),
         'set_from_dict': ('not supported', "internal to Flax's lifting."),
         'swap_collection': ('not supported', "internal to Flax's lifting."),
         'tree_map_rngs': ('not supported', "internal to Flax's lifting."),
-        'vmap': ('supported', 'also over a tuple of scopes, as Flax.'),
+        'vmap': ('supported', 'over a scope or any pytree of scopes, as Flax.'),
         **{
-            n: ('differs', 'a single scope only (Flax also takes a tuple of scopes).')
-            for n in ('jit', 'scan', 'checkpoint', 'remat', 'cond', 'switch', 'while_loop')
+            n: ('supported', 'over a scope or any pytree of scopes, as Flax.')
+            for n in (
+                'cond',
+                'switch',
+                'while_loop',
+                'vjp',
+                'jvp',
+                'custom_vjp',
+                'map_variables',
+                'value_and_grad',
+            )
         },
-        'checkpoint': (
+        'jit': (
             'differs',
-            "a single scope only; `static_argnums` count the arguments after the scope, as Flax's.",
+            "Flax's convention: `jit(fn)(scope, hash_key, *args)` calls `fn(scope, hash_key, "
+            '*args)`; `static_argnums` count the scope as 0 and skip the key; rng paths are '
+            'cleared inside (as Flax). Differs: rng counters are part of the compile key, so '
+            'a second call with advanced counters draws new keys (Flax reuses the first).',
         ),
+        'fold_rngs': (
+            'supported',
+            "Flax's convention: `fold_rngs(fn)(scope, hash_key, *args)`; rng paths cleared.",
+        ),
+        **{
+            n: (
+                'supported',
+                "Flax's positional order; any pytree of scopes; `static_argnums` count the "
+                'arguments after the scope.',
+            )
+            for n in ('checkpoint', 'remat')
+        },
+        'scan': ('differs', 'a single scope only (Flax also takes a tuple of scopes).'),
     },
     'flax.core.scope': {
         'child_rng_token': ('not supported', "internal to Flax's rng bookkeeping."),

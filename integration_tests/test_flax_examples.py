@@ -241,6 +241,7 @@ def _assert_identical(ours, theirs):
 
 def _init_apply_grad(model, args, rngs=None, mutable=(), loss=lambda out: out, **kwargs):
     rngs = rngs or {}
+    # Compiled: one XLA program is much cheaper than compiling every op of an eager init.
     variables = model.init({'params': KEY, **rngs}, *args, **kwargs)
     params = variables['params']
     rest = {k: v for k, v in variables.items() if k != 'params'}
@@ -298,6 +299,24 @@ CASES = {
 }
 
 
+def _program_jaxpr(model, args, rngs, mutable, **kwargs):
+    """The jaxpr of init followed by the loss's value and gradient (traced, not run)."""
+
+    def program(key, *args):
+        variables = model.init({'params': key, **rngs}, *args, **kwargs)
+        rest = {k: v for k, v in variables.items() if k != 'params'}
+
+        def objective(params):
+            out = model.apply(
+                {'params': params, **rest}, *args, rngs=rngs, mutable=list(mutable), **kwargs
+            )
+            return sum(jnp.sum(jnp.sin(leaf)) for leaf in jax.tree_util.tree_leaves(out))
+
+        return jax.value_and_grad(objective)(variables['params'])
+
+    return str(jax.make_jaxpr(program)(KEY, *args))
+
+
 @pytest.mark.filterwarnings('ignore:SelfAttention will be deprecated:DeprecationWarning')
 @pytest.mark.parametrize('case', sorted(CASES))
 def test_example_model_is_bit_identical(case):
@@ -306,6 +325,15 @@ def test_example_model_is_bit_identical(case):
     ours = _init_apply_grad(build(linen_nn), args, rngs, mutable, **kwargs)
     theirs = _init_apply_grad(build(flax_nn), args, rngs, mutable, **kwargs)
     _assert_identical(ours, theirs)
+    # Without strict rank promotion (JAX's default, where most users run) linen runs
+    # the very same program, so it gives the same (Flax's) numbers: rank promotion
+    # only decides whether an implicit broadcast is an error. Tracing under both
+    # settings checks that, without compiling the model a second time.
+    with jax.numpy_rank_promotion('allow'):
+        allowed = _program_jaxpr(build(linen_nn), args, rngs, mutable, **kwargs)
+    with jax.numpy_rank_promotion('raise'):
+        strict = _program_jaxpr(build(linen_nn), args, rngs, mutable, **kwargs)
+    assert allowed == strict
 
 
 def test_lm1b_cache_decoding_is_bit_identical_and_matches_full_pass():
@@ -330,3 +358,183 @@ def test_lm1b_cache_decoding_is_bit_identical_and_matches_full_pass():
     _assert_identical((ours_full, ours_steps), (theirs_full, theirs_steps))
     # Decoding step by step is the causal full pass (up to float rounding).
     np.testing.assert_allclose(ours_steps, ours_full, rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------ wmt: encoder-decoder, cache, beam search
+
+
+def _sinusoids(max_len, dim):
+    position = np.arange(max_len, dtype=np.float32)[:, None]
+    rate = np.exp(np.arange(0, dim, 2, dtype=np.float32) * -(np.log(10000.0) / dim))
+    table = np.zeros((max_len, dim), np.float32)
+    table[:, 0::2] = np.sin(position * rate)
+    table[:, 1::2] = np.cos(position * rate)
+    return jnp.asarray(table[None])
+
+
+def wmt_transformer(nn, decode=False):
+    """wmt-style Transformer: shared embedding, fixed sinusoidal positions (cached index
+    when decoding), post-attention residual blocks, cross-attention, logits through
+    the embedding; ``encode``/``decode`` methods used by the decoding loop."""
+    vocab, dim, heads, mlp, max_len = 11, 8, 2, 16, 8
+
+    class AddPositionEmbs(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            table = _sinusoids(max_len, x.shape[-1])
+            if decode:
+                is_initialized = self.has_variable('cache', 'cache_index')
+                index = self.variable('cache', 'cache_index', lambda: jnp.array(0, jnp.int32))
+                if is_initialized:
+                    i = index.value
+                    index.value = i + 1
+                    return x + jax.lax.dynamic_slice(table, (0, i, 0), (1, 1, x.shape[-1]))
+            return x + table[:, : x.shape[1]]
+
+    class Mlp(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(dim)(nn.relu(nn.Dense(mlp)(x)))
+
+    class EncoderBlock(nn.Module):
+        @nn.compact
+        def __call__(self, x, mask):
+            y = nn.LayerNorm()(x)
+            y = nn.MultiHeadDotProductAttention(heads, qkv_features=dim, deterministic=True)(
+                y, y, mask=mask
+            )
+            x = x + y
+            return x + Mlp()(nn.LayerNorm()(x))
+
+    class DecoderBlock(nn.Module):
+        @nn.compact
+        def __call__(self, y, encoded, self_mask, cross_mask):
+            z = nn.LayerNorm()(y)
+            z = nn.MultiHeadDotProductAttention(
+                heads, qkv_features=dim, deterministic=True, decode=decode
+            )(z, z, mask=self_mask)
+            y = y + z
+            z = nn.LayerNorm()(y)
+            z = nn.MultiHeadDotProductAttention(heads, qkv_features=dim, deterministic=True)(
+                z, encoded, mask=cross_mask
+            )
+            y = y + z
+            return y + Mlp()(nn.LayerNorm()(y))
+
+    class Transformer(nn.Module):
+        def setup(self):
+            self.embed = nn.Embed(vocab, dim, embedding_init=nn.initializers.normal(1.0))
+            self.encoder_pos = AddPositionEmbs()
+            self.decoder_pos = AddPositionEmbs()
+            self.encoder_blocks = [EncoderBlock()]
+            self.decoder_blocks = [DecoderBlock()]
+            self.encoder_norm = nn.LayerNorm()
+            self.decoder_norm = nn.LayerNorm()
+
+        def encode(self, inputs):
+            x = self.encoder_pos(self.embed(inputs))
+            mask = nn.make_attention_mask(inputs > 0, inputs > 0)
+            for block in self.encoder_blocks:
+                x = block(x, mask)
+            return self.encoder_norm(x)
+
+        def decode(self, encoded, inputs, targets):
+            if decode:
+                self_mask = None
+                cross_mask = nn.make_attention_mask(jnp.ones_like(targets) > 0, inputs > 0)
+            else:
+                # Teacher forcing: the decoder sees the targets shifted right (BOS = 0).
+                pad = [(0, 0)] * (targets.ndim - 1) + [(1, 0)]
+                targets = jnp.pad(targets, pad)[..., :-1]
+                self_mask = nn.combine_masks(
+                    nn.make_attention_mask(targets >= 0, targets >= 0),
+                    nn.make_causal_mask(targets),
+                )
+                cross_mask = nn.make_attention_mask(targets >= 0, inputs > 0)
+            y = self.decoder_pos(self.embed(targets))
+            for block in self.decoder_blocks:
+                y = block(y, encoded, self_mask, cross_mask)
+            y = self.decoder_norm(y)
+            return self.embed.attend(y) / jnp.sqrt(jnp.float32(y.shape[-1]))
+
+        def __call__(self, inputs, targets):
+            return self.decode(self.encode(inputs), inputs, targets)
+
+    return Transformer()
+
+
+def _beam_search(step, cache, encoded, inputs, beam, length):
+    """Beam search over ``step(cache, encoded, inputs, token) -> (logits, cache)``.
+
+    Batch entries are expanded to ``beam`` rows each; only the first beam is alive
+    at the start, every step keeps the ``beam`` best continuations (total log-prob)
+    and reorders the per-row cache accordingly.
+    """
+    batch = inputs.shape[0]
+    rows = batch * beam
+    encoded, inputs = jnp.repeat(encoded, beam, axis=0), jnp.repeat(inputs, beam, axis=0)
+    scores = jnp.tile(jnp.array([0.0] + [-1e9] * (beam - 1)), (batch, 1))
+    seqs = jnp.zeros((batch, beam, 0), jnp.int32)
+    token = jnp.zeros((rows, 1), jnp.int32)
+    first = jnp.arange(batch)[:, None]
+    for _ in range(length):
+        logits, cache = step(cache, encoded, inputs, token)
+        vocab = logits.shape[-1]
+        logp = jax.nn.log_softmax(logits[:, 0]).reshape(batch, beam, vocab)
+        flat = (scores[..., None] + logp).reshape(batch, beam * vocab)
+        scores, best = jax.lax.top_k(flat, beam)
+        parent, token = best // vocab, (best % vocab).astype(jnp.int32)
+
+        def reorder(x, parent=parent):
+            if x.ndim == 0 or x.shape[0] != rows:
+                return x  # cache indices are shared by all rows
+            return x.reshape((batch, beam) + x.shape[1:])[first, parent].reshape(x.shape)
+
+        cache = jax.tree_util.tree_map(reorder, cache)
+        seqs = jnp.concatenate([seqs[first, parent], token[..., None]], axis=-1)
+        token = token.reshape(rows, 1)
+    return seqs, scores
+
+
+def test_wmt_transformer_cache_decoding_and_beam_search_are_bit_identical():
+    inputs = jnp.array([[3, 5, 1, 2, 7, 0], [4, 4, 9, 10, 8, 1]])
+    targets = jnp.array([[2, 6, 1, 3, 0, 0, 0, 0], [5, 2, 2, 9, 4, 7, 0, 0]])
+    beam, length = 2, 4
+
+    def run(nn):
+        model = wmt_transformer(nn)
+        variables, logits, _, value, grads = _init_apply_grad(model, (inputs, targets))
+        params = variables['params']
+        step_model = wmt_transformer(nn, decode=True)
+        encoded = jax.jit(functools.partial(model.apply, method='encode'))(
+            {'params': params}, inputs
+        )
+        rows = jnp.ones((inputs.shape[0] * beam, targets.shape[1]), jnp.int32)
+        cache = jax.jit(step_model.init)(KEY, jnp.repeat(inputs, beam, axis=0), rows)['cache']
+
+        @jax.jit
+        def step(cache, encoded, inputs, token):
+            logits, updates = step_model.apply(
+                {'params': params, 'cache': cache},
+                encoded,
+                inputs,
+                token,
+                mutable=['cache'],
+                method='decode',
+            )
+            return logits, updates['cache']
+
+        seqs, scores = _beam_search(step, cache, encoded, inputs, beam, length)
+        return params, logits, value, grads, seqs, scores, model
+
+    *ours, ours_model = run(linen_nn)
+    *theirs, _ = run(flax_nn)
+    _assert_identical(ours, theirs)
+    # Independent check of the cached decoding: the best beam's score is the sum of
+    # its tokens' log-probabilities under a full teacher-forced pass.
+    params, seqs, scores = ours[0], ours[4], ours[5]
+    best = seqs[:, 0]
+    full = jax.jit(ours_model.apply)({'params': params}, inputs, best)
+    logp = jax.nn.log_softmax(full)
+    want = jnp.take_along_axis(logp, best[..., None], axis=-1)[..., 0].sum(-1)
+    np.testing.assert_allclose(scores[:, 0], want, rtol=1e-5, atol=1e-5)

@@ -85,8 +85,8 @@ def test_key_errors_print_their_message_not_its_repr():
 @pytest.mark.parametrize(
     ('err', 'pattern'),
     [
-        (errors.ScopeParamShapeError('w', 'a/b', (1, 2), (3,)), r'\(3,\).*\(1, 2\).*"w" in "/a/b"'),
-        (errors.ModifyScopeVariableError('cache', 'k', ''), r'"k" in the root.*"cache"'),
+        (errors.ScopeParamShapeError('w', 'a/b', (1, 2), (3,)), r'"w" in "/a/b".*\(3,\).*\(1, 2\)'),
+        (errors.ModifyScopeVariableError('cache', 'k', ''), r'"k" in "/".*"cache"'),
         (
             errors.NameInUseError('submodule', 'Dense_0', 'MLP'),
             r'submodule "Dense_0" in Module MLP',

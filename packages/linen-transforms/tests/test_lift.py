@@ -72,7 +72,13 @@ def test_scan_length_mismatch_raises():
 def test_remat_and_jit_over_a_scope_match_the_plain_function():
     x = jax.random.normal(jax.random.key(1), (2, 4))
     plain_y, plain_vars = init(dense)(jax.random.key(0), x)
-    for transformed in (lift.remat(dense), lift.checkpoint(dense), lift.jit(dense)):
+    # Flax's lift.jit takes a static hash key after the scope and hands it on.
+    jitted = lift.jit(lambda scope, hash_key, x: dense(scope, x))
+    for transformed in (
+        lift.remat(dense),
+        lift.checkpoint(dense),
+        lambda scope, x: jitted(scope, None, x),
+    ):
         y, variables = init(transformed)(jax.random.key(0), x)
         np.testing.assert_array_equal(variables['params']['w'], plain_vars['params']['w'])
         np.testing.assert_allclose(y, plain_y, rtol=1e-6)
@@ -81,16 +87,21 @@ def test_remat_and_jit_over_a_scope_match_the_plain_function():
 def test_jit_static_argnums_over_a_scope():
     calls = []
 
-    def f(scope, x, power):
+    def f(scope, hash_key, x, power):
         calls.append(power)
         return x**power
 
-    jitted = lift.jit(f, static_argnums=(1,))
-    assert float(apply(jitted)({}, jnp.array(2.0), 3)) == 8.0
+    # Flax's count: the scope is 0 and the hash key is not counted, so `power` is 2.
+    jitted = lift.jit(f, static_argnums=(2,))
+
+    def run(scope, x, power):
+        return jitted(scope, 'key', x, power)
+
+    assert float(apply(run)({}, jnp.array(2.0), 3)) == 8.0
     n = len(calls)
-    assert float(apply(jitted)({}, jnp.array(3.0), 3)) == 27.0
+    assert float(apply(run)({}, jnp.array(3.0), 3)) == 27.0
     assert len(calls) == n  # same static argument: no retrace
-    assert float(apply(jitted)({}, jnp.array(2.0), 2)) == 4.0
+    assert float(apply(run)({}, jnp.array(2.0), 2)) == 4.0
     assert set(calls) == {3, 2}
 
 

@@ -179,7 +179,7 @@ def test_checkpoint_is_remat():
 
 
 def test_remat_of_a_non_module_is_a_target_error():
-    with pytest.raises(errors.TransformTargetError, match='got 3'):
+    with pytest.raises(errors.TransformTargetError, match='not a Module class or callable: 3'):
         nn.remat(3)
 
 

@@ -161,6 +161,9 @@ def check_rngs(rngs: Any) -> dict[str, Any]:
 
 def _bad_rng_message(rng: Any, where: str) -> str:
     return (
+        # Flax's text first, so Flax-era `match=` patterns keep working.
+        'First argument passed to an init function should be a ``jax.PRNGKey`` or a '
+        'dictionary mapping strings to ``jax.PRNGKey``. '
         f'{where} should be a PRNG key made with jax.random.key(seed) or '
         f'jax.random.PRNGKey(seed), or a dict of stream name -> key; got '
         f'{type(rng).__name__} {getattr(rng, "dtype", "")}{getattr(rng, "shape", "")}.'

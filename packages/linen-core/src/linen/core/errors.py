@@ -89,6 +89,11 @@ def _where(path: str | None) -> str:
     return f'"/{path}"' if path else 'the root'
 
 
+def _flax_path(path: str | None) -> str:
+    # Flax's spelling of a scope path in its messages: "/" is the root.
+    return f'"/{path or ""}"'
+
+
 # --------------------------------------------------------------------------- scope
 
 
@@ -105,9 +110,10 @@ class ApplyScopeInvalidVariablesTypeError(LinenError, TypeError):
     def __init__(self, got=None):
         kind = type(got).__name__ if got is not None else 'a non-mapping'
         super().__init__(
-            f'The first argument passed to an apply function should be a mapping of '
-            f'collections (e.g. {{"params": {{...}}}}), got {kind}. '
-            'Pass the dictionary returned by `init`.'
+            'The first argument passed to an apply function should be a dictionary of '
+            'collections. Each collection should be a dictionary with string keys. '
+            f'Got {kind}: pass a mapping of collections, the dictionary returned by `init` '
+            '(e.g. {"params": {...}}).'
         )
 
 
@@ -147,8 +153,8 @@ class ScopeParamNotFoundError(LinenError, KeyError):
     def __init__(self, param_name: str, scope_path: str):
         self.param_name, self.scope_path = param_name, scope_path
         super().__init__(
-            f'Could not find parameter named "{param_name}" in scope {_where(scope_path)} '
-            'of collection "params". The variables passed to `apply` do not match the '
+            f'Could not find parameter named "{param_name}" in scope '
+            f'{_flax_path(scope_path)}. The variables passed to `apply` do not match the '
             'model: re-create them with `init`, or check the module names and the '
             'checkpoint you loaded.'
         )
@@ -172,8 +178,8 @@ class ScopeCollectionNotFound(LinenError, KeyError):
     def __init__(self, col_name: str, var_name: str, scope_path: str):
         self.col_name, self.var_name, self.scope_path = col_name, var_name, scope_path
         super().__init__(
-            f'Tried to access "{var_name}" from collection "{col_name}" in scope '
-            f'{_where(scope_path)} but the collection is empty or absent. Pass the '
+            f'Tried to access "{var_name}" from collection "{col_name}" in '
+            f'{_flax_path(scope_path)} but the collection is empty. Pass the '
             f'"{col_name}" collection returned by `init` to `apply`, or make it mutable '
             f'with `mutable=["{col_name}"]` so it can be created.'
         )
@@ -197,9 +203,9 @@ class ScopeParamShapeError(LinenError, ValueError):
     def __init__(self, param_name: str, scope_path: str, value_shape, init_shape):
         self.param_name, self.scope_path = param_name, scope_path
         super().__init__(
-            f'Initializer expected to generate shape {tuple(init_shape)} but got shape '
-            f'{tuple(value_shape)} instead for parameter "{param_name}" in {_where(scope_path)}. '
-            'The module attributes or input shapes differ from those the variables were '
+            f'For parameter "{param_name}" in {_flax_path(scope_path)}, the given initializer '
+            f'is expected to generate shape {tuple(init_shape)}, but the existing parameter '
+            f'it received has shape {tuple(value_shape)}. The module attributes or input shapes differ from those the variables were '
             'initialized with: re-initialize, or construct the module as it was at `init`.'
         )
 
@@ -210,8 +216,8 @@ class ScopeVariableNotFoundError(LinenError, KeyError):
     def __init__(self, name: str, col: str, scope_path: str):
         self.name, self.col, self.scope_path = name, col, scope_path
         super().__init__(
-            f'No variable named "{name}" in collection "{col}" of scope {_where(scope_path)}. '
-            f'Pass it to `apply`, or make "{col}" mutable so it can be initialized.'
+            f'No Variable named "{name}" for collection "{col}" exists in '
+            f'{_flax_path(scope_path)}. Pass it to `apply`, or make "{col}" mutable so it can be initialized.'
         )
 
     def __str__(self):
@@ -234,7 +240,7 @@ class ModifyScopeVariableError(LinenError):
     def __init__(self, col: str, variable_name: str, scope_path: str):
         self.col, self.variable_name, self.scope_path = col, variable_name, scope_path
         super().__init__(
-            f'Cannot update variable "{variable_name}" in {_where(scope_path)} because '
+            f'Cannot update variable "{variable_name}" in {_flax_path(scope_path)} because '
             f'collection "{col}" is immutable. Pass `mutable=["{col}"]` to `apply` '
             '(it then returns `(output, updated_variables)`).'
         )
@@ -283,8 +289,8 @@ class NameInUseError(LinenError):
 
     def __init__(self, key_type: str, value: str, module_name: str):
         super().__init__(
-            f'Could not create {key_type} "{value}" in Module {module_name}: the name is '
-            'in use. Give one of them a different `name=`.'
+            f'Could not create {key_type} "{value}" in Module {module_name}: Name in use. '
+            'Give one of them a different `name=`.'
         )
 
 
@@ -347,9 +353,10 @@ class ApplyModuleInvalidMethodError(LinenError, TypeError):
 
     def __init__(self, method, module_cls: str = ''):
         super().__init__(
-            f'Cannot call apply()/init() with method={method!r}'
+            f'Cannot call apply(): {method!r} is not a valid function for apply(). '
+            f'(method={method!r}'
             + (f' on {module_cls}' if module_cls else '')
-            + ': it is not a method of the module nor a callable. Pass a method name '
+            + ') is not a method of the module nor a callable. Pass a method name '
             'string, a (bound or unbound) method, or a function whose first argument is '
             'the module.'
         )
@@ -360,8 +367,8 @@ class CallCompactUnboundModuleError(LinenError):
 
     def __init__(self, module_cls: str = 'Module', method: str = '__call__'):
         super().__init__(
-            f"Can't call compact method {module_cls}.{method} on an unbound module: it "
-            'has no variables. Use `module.init(key, ...)`, `module.apply(variables, ...)` '
+            "Can't call compact methods on unbound modules "
+            f'({module_cls}.{method} has no variables). Use `module.init(key, ...)`, `module.apply(variables, ...)` '
             'or `module.bind(variables)`.'
         )
 
@@ -371,7 +378,9 @@ class CallSetupUnboundModuleError(LinenError):
 
     def __init__(self, module_cls: str = 'Module'):
         super().__init__(
-            f"Can't run setup of {module_cls} on an unbound module. Bind it first with "
+            # Flax's text for this case is its compact-method one, kept for match=.
+            "Can't call compact methods on unbound modules "
+            f'(setup of {module_cls} runs only on a bound module). Bind it first with '
             '`module.bind(variables)`, or call it through `init`/`apply`.'
         )
 
@@ -381,7 +390,7 @@ class CallUnbindOnUnboundModuleError(LinenError):
 
     def __init__(self):
         super().__init__(
-            "Can't call `unbind()` on a module that is not bound. Use "
+            "Can't call `unbind()` on unbound modules (this one is not bound). Use "
             '`module.bind(variables)` first.'
         )
 
@@ -411,8 +420,8 @@ class IncorrectPostInitOverrideError(LinenError):
 
     def __init__(self):
         super().__init__(
-            'Overrode `__post_init__` without calling `super().__post_init__()`: add the '
-            'call at the start of your `__post_init__`.'
+            'Overrode `.__post_init__()` without calling `super().__post_init__()`: add '
+            'the call at the start of your `__post_init__`.'
         )
 
 
@@ -482,8 +491,10 @@ class TransformTargetError(LinenError, TypeError):
 
     def __init__(self, target):
         super().__init__(
-            f'Linen transforms apply to a Module class or a Module method; got {target!r}. '
-            'For plain functions use the JAX transform.'
+            'Linen transformations must be applied to Modules classes or functions taking '
+            'a Module instance as the first argument. The provided target is not a Module '
+            f'class or callable: {target!r}. Linen transforms apply to a Module class or a '
+            'Module method; for plain functions use the JAX transform.'
         )
 
 
@@ -560,8 +571,8 @@ class LazyInitError(LinenError):
             where = f' (variables {", ".join(map(str, partial_val))})'
         self.partial_val = partial_val
         super().__init__(
-            f'Lazy init encountered a value that could only be computed with concrete '
-            f'inputs{where}; pass concrete arrays (or `jax.ShapeDtypeStruct`s only where values '
+            'Lazy init encountered a value that could with the given inputs: it can only '
+            f'be computed with concrete inputs{where}; pass concrete arrays (or `jax.ShapeDtypeStruct`s only where values '
             f'are not needed).'
         )
 
@@ -571,8 +582,8 @@ class PartitioningUnspecifiedError(LinenError):
 
     def __init__(self, target=None):
         super().__init__(
-            'Trying to transform a Partitioned variable without specifying the name of '
-            'the new axis: pass `metadata_params={nn.PARTITION_NAME: "axis_name"}` to '
+            'Trying to transform a Partitioned variable but "partition_name" is not '
+            'specified in metadata_params: pass `metadata_params={nn.PARTITION_NAME: "axis_name"}` to '
             'the lifted transform.'
         )
 

@@ -164,33 +164,11 @@ def remat_scan(
     """``scan`` of ``remat`` nested once per entry of ``lengths`` (a ``x -> x`` body)."""
 
     def make(body):
-        def step(scope, carry):
-            return body(scope, carry), None
-
-        fn = step
-        for length in reversed(lengths):
-            fn = _nest(
-                fn, length, policy, variable_broadcast, variable_carry, variable_axes, split_rngs
-            )
-
-        def run(scope, x):
-            return fn(scope, x)[0]
-
-        return run
+        return _remat.remat_scan(
+            body, lengths, policy, variable_broadcast, variable_carry, variable_axes, split_rngs
+        )
 
     return lift('Remat_scan', target, make, None)
-
-
-def _nest(fn, length, policy, variable_broadcast, variable_carry, variable_axes, split_rngs):
-    remat_fn = _remat.checkpoint(fn, policy=policy)
-    return _scan.scan(
-        lambda scope, c: remat_fn(scope, c),
-        variable_axes,
-        variable_broadcast,
-        variable_carry,
-        split_rngs,
-        length=length,
-    )
 
 
 def jit(
@@ -387,10 +365,15 @@ def value_and_grad(
     variables: Any = True,
     rngs: Any = True,
 ):
-    """Lifted ``jax.value_and_grad`` with respect to the inputs (not the variables)."""
-    return _autodiff.value_and_grad(
+    """Lifted ``jax.value_and_grad`` with respect to the inputs (not the variables).
+
+    ``((value, aux), grads)`` with ``has_aux`` (Flax's nn order; the functional
+    ``lift.value_and_grad`` returns ``(value, aux, grads)``).
+    """
+    out = _autodiff.value_and_grad(
         _on_module(fn, mdl), _module_scope(mdl), *primals, has_aux=has_aux
     )
+    return ((out[0], out[1]), out[2]) if has_aux else out
 
 
 def grad(
@@ -517,7 +500,7 @@ def map_variables(
 
 def fold_rngs(target: Any, variables: Any = True, rngs: Any = True) -> Any:
     """The target's rng streams start from one fresh key each, drawn from the caller's."""
-    return lift('Fold_rngs', target, lambda body: _variables.fold_rngs(body), None)
+    return lift('Fold_rngs', target, _variables.fold_rngs_module, None)
 
 
 def add_metadata_axis(

@@ -18,11 +18,10 @@ from linen.core.lifting import Filter
 from linen.transforms import _pack
 
 
-def _setup(scope, diff_filter: Filter):
-    variables = _pack.gather_variables(scope)
-    diff_vars, other_vars = _pack.group_variables(variables, (diff_filter,))
-    keys, paths = _pack.rng_keys(scope)
-    return diff_vars, other_vars, _pack.streams(keys, paths)
+def _split(state: _pack.ScopeTree, diff_filter: Filter):
+    """Per scope: the ``diff_filter`` collections and the rest."""
+    groups = [_pack.group_variables(v, (diff_filter,)) for v in state.variables]
+    return [d for d, _ in groups], [o for _, o in groups]
 
 
 def vjp(
@@ -37,19 +36,30 @@ def vjp(
 ):
     """``(y, vjp_fn)`` (``(y, vjp_fn, aux)`` with ``has_aux``) of ``fn(scope, *primals)``.
 
-    ``vjp_fn(ct)`` returns ``(variable_grads, *primal_grads)``.
+    ``vjp_fn(ct)`` returns ``(variable_grads, *primal_grads)``; ``variable_grads``
+    has the structure of ``scope`` (a pytree of scopes), a ``{collection: tree}``
+    of the ``vjp_variables`` collections per scope.
     """
-    diff_vars, other_vars, streams = _setup(scope, vjp_variables)
+    state = _pack.ScopeTree(scope)
+    diff_vars, other_vars = _split(state, vjp_variables)
 
     def inner(diff_vars, *primals):
-        inner_scope = _pack.make_inner_scope(scope, {**diff_vars, **other_vars}, streams)
-        out = fn(inner_scope, *primals)
+        tree, scopes = state.inner([{**d, **o} for d, o in zip(diff_vars, other_vars)])
+        out = fn(tree, *primals)
         y, aux = out if has_aux else (out, None)
-        return y, (aux, _pack.inner_mutated(inner_scope, ())[0])
+        return y, (aux, _pack.mutated_per_scope(scopes))
 
-    y, vjp_fn, (aux, mutated) = jax.vjp(inner, diff_vars, *primals, has_aux=True)
-    _pack.write_back(scope, (mutated,))
+    y, vjp_list, (aux, mutated) = jax.vjp(inner, diff_vars, *primals, has_aux=True)
+    state.write_back(mutated)
+
+    # A pytree (as jax.vjp's own), so it can be a custom_vjp residual.
+    vjp_fn = jax.tree_util.Partial(functools.partial(_tree_vjp, state.treedef), vjp_list)
     return (y, vjp_fn, aux) if has_aux else (y, vjp_fn)
+
+
+def _tree_vjp(treedef, vjp_list, y_t):
+    var_grads, *primal_grads = vjp_list(y_t)
+    return (jax.tree_util.tree_unflatten(treedef, var_grads), *primal_grads)
 
 
 def value_and_grad(
@@ -61,12 +71,12 @@ def value_and_grad(
     variables: Filter = True,
     rngs: Filter = True,
 ):
-    """``(value, primal_grads)`` (``((value, aux), grads)`` with ``has_aux``); ``fn`` is scalar."""
+    """``(value, primal_grads)``, or ``(value, aux, primal_grads)`` with ``has_aux`` (Flax's
+    order); ``fn`` returns a scalar. Gradients are taken for the primals only."""
     out = vjp(fn, scope, *primals, has_aux=has_aux, vjp_variables=False)
     y, vjp_fn = out[0], out[1]
-    grads = vjp_fn(jnp.ones_like(y))[1:]
-    value = (y, out[2]) if has_aux else y
-    return value, grads
+    grads = tuple(vjp_fn(jnp.ones_like(y))[1:])
+    return (y, out[2], grads) if has_aux else (y, grads)
 
 
 def grad(
@@ -78,9 +88,12 @@ def grad(
     variables: Filter = True,
     rngs: Filter = True,
 ):
-    """Gradients of scalar ``fn(scope, *primals)`` with respect to the primals (not variables)."""
-    value, grads = value_and_grad(fn, scope, *primals, has_aux=has_aux)
-    return (grads, value[1]) if has_aux else grads
+    """Gradients of scalar ``fn(scope, *primals)`` with respect to the primals (not variables).
+
+    ``(grads, aux)`` with ``has_aux``.
+    """
+    out = value_and_grad(fn, scope, *primals, has_aux=has_aux)
+    return (out[2], out[1]) if has_aux else out[1]
 
 
 def jvp(
@@ -88,27 +101,37 @@ def jvp(
     scope,
     primals: Sequence[Any],
     tangents: Sequence[Any],
-    variable_tangents: Mapping[str, Any],
+    variable_tangents: Any,
     variables: Filter = True,
     rngs: Filter = True,
 ):
-    """``(y, y_tangent)`` of ``fn(scope, *primals)``; variables get ``variable_tangents``."""
-    cols = tuple(variable_tangents.keys())
-    diff_vars, other_vars, streams = _setup(scope, cols)
-    var_tangents = {
-        col: variable_tangents[col]
-        if col in variable_tangents
-        else jax.tree_util.tree_map(jnp.zeros_like, tree)
-        for col, tree in diff_vars.items()
-    }
+    """``(y, y_tangent)`` of ``fn(scope, *primals)``; variables get ``variable_tangents``.
+
+    ``variable_tangents`` has the structure of ``scope`` (a pytree of scopes): a
+    ``{collection: tree}`` per scope; collections it leaves out get zero tangents.
+    """
+    state = _pack.ScopeTree(scope)
+    per_scope = state.flatten_like(variable_tangents)
+    diff_vars, other_vars, var_tangents = [], [], []
+    for v, t in zip(state.variables, per_scope):
+        cols = tuple(t.keys())
+        d, o = _pack.group_variables(v, (cols,))
+        diff_vars.append(d)
+        other_vars.append(o)
+        var_tangents.append(
+            {
+                col: t[col] if col in t else jax.tree_util.tree_map(jnp.zeros_like, tree)
+                for col, tree in d.items()
+            }
+        )
 
     def inner(diff_vars, *primals):
-        inner_scope = _pack.make_inner_scope(scope, {**diff_vars, **other_vars}, streams)
-        y = fn(inner_scope, *primals)
-        return y, _pack.inner_mutated(inner_scope, ())[0]
+        tree, scopes = state.inner([{**d, **o} for d, o in zip(diff_vars, other_vars)])
+        y = fn(tree, *primals)
+        return y, _pack.mutated_per_scope(scopes)
 
     (y, mutated), (y_t, _) = jax.jvp(inner, (diff_vars, *primals), (var_tangents, *tangents))
-    _pack.write_back(scope, (mutated,))
+    state.write_back(mutated)
     return y, y_t
 
 
@@ -122,18 +145,23 @@ def custom_vjp(
     """A version of ``fn(scope, *args)`` whose vjp is ``forward_fn``/``backward_fn``.
 
     ``backward_fn(*nondiff_args, residuals, y_t)`` returns
-    ``(variable_grads, *input_grads)``. While ``grad_vars`` are being created (init)
-    ``fn`` runs as is.
+    ``(variable_grads, *input_grads)`` (``variable_grads`` in the structure of the
+    scope tree). While ``grad_vars`` are being created (init) ``fn`` runs as is.
     """
 
     def wrapper(scope, *args):
-        diff_vars, other_vars, streams = _setup(scope, grad_vars)
-        if any(scope.is_mutable_collection(c) for c in _finite(grad_vars, diff_vars)):
+        state = _pack.ScopeTree(scope)
+        diff_vars, other_vars = _split(state, grad_vars)
+        if any(
+            s.is_mutable_collection(c)
+            for s, d in zip(state.scopes, diff_vars)
+            for c in _finite(grad_vars, d)
+        ):
             return fn(scope, *args)
 
         def run(f, diff_vars, args):
-            inner_scope = _pack.make_inner_scope(scope, {**diff_vars, **other_vars}, streams)
-            return f(inner_scope, *args)
+            tree, _ = state.inner([{**d, **o} for d, o in zip(diff_vars, other_vars)])
+            return f(tree, *args)
 
         nondiff = tuple(i + 1 for i in nondiff_argnums)
 
@@ -146,7 +174,8 @@ def custom_vjp(
 
         def f_bwd(*rest):
             *nondiff_args, residuals, y_t = rest
-            return tuple(backward_fn(*nondiff_args, residuals, y_t))
+            var_grads, *input_grads = backward_fn(*nondiff_args, residuals, y_t)
+            return (state.flatten_like(var_grads), *input_grads)
 
         f.defvjp(f_fwd, f_bwd)
         return f(diff_vars, *args)

@@ -18,18 +18,13 @@ from linen.core.lifting import Filter
 from linen.transforms import _pack
 
 
-def _branch(scope, variables, streams, fn):
+def _branch(state: _pack.ScopeTree, fn: Callable):
     def run(*operands):
-        inner = _pack.make_inner_scope(scope, variables, streams)
-        y = fn(inner, *operands)
-        return y, _pack.inner_mutated(inner, ())[0]
+        tree, inner = state.inner(state.variables)
+        y = fn(tree, *operands)
+        return y, _pack.mutated_per_scope(inner)
 
     return run
-
-
-def _state(scope):
-    keys, paths = _pack.rng_keys(scope)
-    return _pack.gather_variables(scope), _pack.streams(keys, paths)
 
 
 def cond(
@@ -41,15 +36,13 @@ def cond(
     variables: Filter = True,
     rngs: Filter = True,
 ):
-    """``lax.cond`` of ``true_fun(scope, *operands)`` / ``false_fun(scope, *operands)``."""
-    variables_, streams = _state(scope)
-    y, mutated = lax.cond(
-        pred,
-        _branch(scope, variables_, streams, true_fun),
-        _branch(scope, variables_, streams, false_fun),
-        *operands,
-    )
-    _pack.write_back(scope, (mutated,))
+    """``lax.cond`` of ``true_fun(scope, *operands)`` / ``false_fun(scope, *operands)``.
+
+    ``scope`` may be a pytree of scopes; the branches get the inner ones alike.
+    """
+    state = _pack.ScopeTree(scope)
+    y, mutated = lax.cond(pred, _branch(state, true_fun), _branch(state, false_fun), *operands)
+    state.write_back(mutated)
     return y
 
 
@@ -62,11 +55,9 @@ def switch(
     rngs: Filter = True,
 ):
     """``lax.switch`` over ``branches``, each ``branch(scope, *operands)``."""
-    variables_, streams = _state(scope)
-    y, mutated = lax.switch(
-        index, [_branch(scope, variables_, streams, b) for b in branches], *operands
-    )
-    _pack.write_back(scope, (mutated,))
+    state = _pack.ScopeTree(scope)
+    y, mutated = lax.switch(index, [_branch(state, b) for b in branches], *operands)
+    state.write_back(mutated)
     return y
 
 
@@ -81,38 +72,39 @@ def while_loop(
 ):
     """``lax.while_loop``; ``carry_variables`` are threaded (mutable), the rest read-only.
 
-    Split rng streams get the iteration number folded into their key.
+    Split rng streams get the iteration number folded into their key. ``scope``
+    may be a pytree of scopes.
     """
-    variables_ = _pack.gather_variables(scope)
-    carry_vars, bcast_vars = _pack.group_variables(variables_, (carry_variables,))
-    keys, paths = _pack.rng_keys(scope)
+    state = _pack.ScopeTree(scope)
+    split_groups = [_pack.group_variables(v, (carry_variables,)) for v in state.variables]
+    carry_vars = [c for c, _ in split_groups]
+    bcast_vars = [b for _, b in split_groups]
     split = [f for f, do in (split_rngs or {}).items() if do]
     mutable = carry_variables
 
-    def streams_at(i):
-        return _pack.streams(
+    def keys_at(i):
+        return [
             {
                 k: (jax.random.fold_in(v, i) if any(in_filter(f, k) for f in split) else v)
                 for k, v in keys.items()
-            },
-            paths,
-        )
+            }
+            for keys in state.keys
+        ]
 
     def make(carry_vars, i):
-        return _pack.make_inner_scope(
-            scope, {**bcast_vars, **carry_vars}, streams_at(i), mutable=mutable
-        )
+        variables = [{**b, **c} for b, c in zip(bcast_vars, carry_vars)]
+        return state.inner(variables, keys_at(i), mutable=mutable)
 
-    def cond(state):
-        carry_vars, i, c = state
-        return cond_fn(make(carry_vars, i), c)
+    def cond(loop_state):
+        carry_vars, i, c = loop_state
+        return cond_fn(make(carry_vars, i)[0], c)
 
-    def body(state):
-        carry_vars, i, c = state
-        inner = make(carry_vars, i)
-        c = body_fn(inner, c)
-        return _pack.inner_mutated(inner, ())[0], i + 1, c
+    def body(loop_state):
+        carry_vars, i, c = loop_state
+        tree, inner = make(carry_vars, i)
+        c = body_fn(tree, c)
+        return [_pack.inner_mutated(s, ())[0] for s in inner], i + 1, c
 
     carry_vars, _, out = lax.while_loop(cond, body, (carry_vars, 0, init))
-    _pack.write_back(scope, (carry_vars,))
+    state.write_back([(c,) for c in carry_vars])
     return out

@@ -18,11 +18,13 @@ import jax
 from linen.core import Scope, in_filter, meta
 from linen.core.lifting import (
     Filter,
+    RngStream,
     binding_variables,
     detached_scope,
     scope_collection,
     writable_scope_collection,
 )
+from linen.transforms.errors import TransformArgumentError
 
 __all__ = [
     'gather_variables',
@@ -31,6 +33,8 @@ __all__ = [
     'inner_mutated',
     'write_back',
     'rng_keys',
+    'ScopeTree',
+    'mutated_per_scope',
 ]
 
 
@@ -131,3 +135,75 @@ def add_axis(tree: Any, axis: int, params: dict) -> Any:
     return jax.tree_util.tree_map(
         lambda x: x.add_axis(axis, params) if _is_box(x) else x, tree, is_leaf=_is_box
     )
+
+
+# ------------------------------------------------------------ trees of scopes
+
+
+def _is_scope(x: Any) -> bool:
+    return isinstance(x, Scope)
+
+
+class ScopeTree:
+    """The state of a pytree of scopes (one scope, a tuple of scopes, a dict, ...).
+
+    Flax's lifted transforms accept any pytree of scopes where they take a scope
+    and hand ``fn`` the inner scopes in the same structure; each scope's
+    variables and rng keys travel as one entry of a list.
+    """
+
+    __slots__ = ('scopes', 'treedef', 'variables', 'keys', 'templates')
+
+    def __init__(self, scope_tree: Any):
+        self.scopes, self.treedef = jax.tree_util.tree_flatten(scope_tree, is_leaf=_is_scope)
+        for scope in self.scopes:
+            if not isinstance(scope, Scope):
+                raise TransformArgumentError(
+                    f'a lifted transform got {type(scope).__name__} where a Scope (or a '
+                    'tuple, list or dict of Scopes) was expected; pass the scope first.'
+                )
+        self.variables = [gather_variables(s) for s in self.scopes]
+        pairs = [rng_keys(s) for s in self.scopes]
+        self.keys = [k for k, _ in pairs]
+        self.templates = [t for _, t in pairs]
+
+    def unflatten(self, leaves: Sequence[Any]) -> Any:
+        """``leaves`` (one per scope) in the structure of the scope tree."""
+        return jax.tree_util.tree_unflatten(self.treedef, list(leaves))
+
+    def flatten_like(self, tree: Any) -> list[Any]:
+        """The per-scope entries of ``tree``, which has the scope tree's structure."""
+        return self.treedef.flatten_up_to(tree)
+
+    def inner(
+        self,
+        variables: Sequence[dict[str, Any]],
+        keys: Sequence[dict[str, Any]] | None = None,
+        mutable: Filter | None = None,
+        clear_paths: bool = False,
+    ) -> tuple[Any, list[Scope]]:
+        """Inner root scopes over ``variables`` (and ``keys``), as a tree and as a list.
+
+        ``clear_paths``: the streams restart at the keys, their pending path dropped
+        (Flax's ``LazyRng.clear_suffix``, what its ``jit`` and ``fold_rngs`` do).
+        """
+        keys = self.keys if keys is None else keys
+        inner = [
+            make_inner_scope(
+                s,
+                v,
+                {n: RngStream(key) for n, key in k.items()} if clear_paths else streams(k, t),
+                mutable=mutable,
+            )
+            for s, v, k, t in zip(self.scopes, variables, keys, self.templates)
+        ]
+        return self.unflatten(inner), inner
+
+    def write_back(self, groups_per_scope: Sequence[Sequence[dict[str, Any]]]) -> None:
+        for scope, groups in zip(self.scopes, groups_per_scope):
+            write_back(scope, groups)
+
+
+def mutated_per_scope(inner: Sequence[Scope], filters: Sequence[Filter] = ()) -> list[tuple]:
+    """:func:`inner_mutated` of each inner scope."""
+    return [inner_mutated(s, filters) for s in inner]

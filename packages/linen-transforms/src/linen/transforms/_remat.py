@@ -129,3 +129,49 @@ def checkpoint(
 
 
 remat = checkpoint
+
+
+def remat_scan(
+    body_fn: Callable,
+    lengths: Sequence[int],
+    policy: Callable | None = None,
+    variable_broadcast: Any = False,
+    variable_carry: Any = False,
+    variable_axes: Any = None,
+    split_rngs: Any = None,
+) -> Callable:
+    """``body_fn(scope, x) -> x`` looped ``prod(lengths)`` times: a ``scan`` of ``remat``
+    nested once per entry of ``lengths`` (Flax's ``lift.remat_scan``).
+
+    Variables of the ``variable_axes`` collections gain one leading axis per entry.
+    """
+    from linen.transforms import _scan
+
+    variable_axes = {True: 0} if variable_axes is None else variable_axes
+    split_rngs = {True: True} if split_rngs is None else split_rngs
+
+    def step(scope, carry):
+        return body_fn(scope, carry), None
+
+    fn = step
+    for length in reversed(tuple(lengths)):
+        fn = _scan.scan(
+            _carry_only(checkpoint(fn, policy=policy)),
+            variable_axes,
+            variable_broadcast,
+            variable_carry,
+            split_rngs,
+            length=length,
+        )
+
+    def wrapper(scope, x):
+        return fn(scope, x)[0]
+
+    return wrapper
+
+
+def _carry_only(fn: Callable) -> Callable:
+    def run(scope, carry):
+        return fn(scope, carry)
+
+    return run

@@ -6,70 +6,100 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from linen.core import intersect_filters, subtract_filters, union_filters
-from linen.core.lifting import Filter, RngStream
+from linen.core import subtract_filters
+from linen.core.lifting import Filter, RngStream, thaw
+from linen.core.scope import is_filter_empty
 from linen.transforms import _pack
 
 
 def map_variables(
     fn: Callable,
     mapped_collections: Filter = True,
-    trans_in_fn: Callable = lambda x: x,
-    trans_out_fn: Callable = lambda x: x,
+    map_in_fn: Callable = lambda x: x,
+    map_out_fn: Callable = lambda x: x,
     init: bool = False,
     mutable: bool = False,
     rngs: Filter = True,
     variables: Filter = True,
+    *,
+    trans_in_fn: Callable | None = None,
+    trans_out_fn: Callable | None = None,
 ) -> Callable:
-    """Run ``fn(scope, ...)`` on ``trans_in_fn(variables)`` of ``mapped_collections``.
+    """Run ``fn(scope, ...)`` on ``map_in_fn(variables)`` of ``mapped_collections``.
 
-    The mapped collections are writable inside only when ``mutable`` (or ``init``,
-    while initialising); what is written goes back through ``trans_out_fn``.
+    Flax's signature and meaning. The mapped collections are writable inside only
+    when ``mutable`` or ``init``; what is written goes back through ``map_out_fn``.
+    With ``init`` (and anything mutable) ``fn`` first runs on the untransformed
+    variables so they exist; what it created is stored as ``map_out_fn`` of it, and
+    the real run sees ``map_in_fn`` of that. ``scope`` may be a pytree of scopes.
+    ``trans_in_fn``/``trans_out_fn`` are linen's older names of the two functions.
     """
+    if trans_in_fn is not None:
+        map_in_fn = trans_in_fn
+    if trans_out_fn is not None:
+        map_out_fn = trans_out_fn
+    writable = mutable or init
 
-    def wrapper(scope, *args, **kwargs):
-        mapped, other = _pack.group_variables(_pack.gather_variables(scope), (mapped_collections,))
-        outer_mutable = scope.mutable
-        writable = mutable or (init and bool(scope.flags.get('initializing', False)))
-        inner_mutable = subtract_filters(outer_mutable, mapped_collections)
-        if writable:
-            inner_mutable = union_filters(
-                inner_mutable, intersect_filters(outer_mutable, mapped_collections)
+    def wrapper(scope_tree, *args, **kwargs):
+        state = _pack.ScopeTree(scope_tree)
+        split = [_pack.group_variables(v, (mapped_collections,)) for v in state.variables]
+        mapped = [m for m, _ in split]
+        other = [o for _, o in split]
+        if init and any(not is_filter_empty(s.mutable) for s in state.scopes):
+            # Create the variables with a first run, so that map_in_fn (which may
+            # create variables of its own, e.g. SpectralNorm's statistics) sees real
+            # values; the second run below uses the mapped ones.
+            tree, first = state.inner([{**m, **o} for m, o in split])
+            fn(tree, *args, **kwargs)
+            created = [_pack.inner_mutated(s, (mapped_collections,))[0] for s in first]
+            mapped = [map_out_fn({**m, **c}) for m, c in zip(mapped, created)]
+        inner_mutable = [
+            s.mutable if writable else subtract_filters(s.mutable, mapped_collections)
+            for s in state.scopes
+        ]
+        inner = [
+            _pack.make_inner_scope(s, {**map_in_fn(thaw(m)), **o}, _pack.streams(k, t), mutable=mut)
+            for s, m, o, k, t, mut in zip(
+                state.scopes, mapped, other, state.keys, state.templates, inner_mutable
             )
-        keys, paths = _pack.rng_keys(scope)
-        if writable and init:
-            # Initialising: create the variables with a first run, so that
-            # trans_in_fn (which may create variables of its own, e.g.
-            # SpectralNorm's statistics) sees real values; the second run below
-            # then uses the mapped ones, and what is stored is their image.
-            first = _pack.make_inner_scope(
-                scope, {**mapped, **other}, _pack.streams(keys, paths), mutable=inner_mutable
-            )
-            fn(first, *args, **kwargs)
-            mapped = _pack.inner_mutated(first, (mapped_collections,))[0] or mapped
-        inner = _pack.make_inner_scope(
-            scope,
-            {**trans_in_fn(mapped), **other},
-            _pack.streams(keys, paths),
-            mutable=inner_mutable,
-        )
-        y = fn(inner, *args, **kwargs)
-        out_mapped, out_other = _pack.inner_mutated(inner, (mapped_collections,))
-        if writable and out_mapped:
-            out_mapped = trans_out_fn(out_mapped)
-        _pack.write_back(scope, (out_mapped, out_other))
+        ]
+        y = fn(state.unflatten(inner), *args, **kwargs)
+        out = []
+        for s in inner:
+            out_mapped, out_other = _pack.inner_mutated(s, (mapped_collections,))
+            if writable and out_mapped:
+                out_mapped = map_out_fn(out_mapped)
+            out.append((out_mapped, out_other))
+        state.write_back(out)
         return y
 
     return wrapper
 
 
 def fold_rngs(fn: Callable, variables: Filter = True, rngs: Filter = True) -> Callable:
-    """Run ``fn(scope, ...)`` with each rng stream replaced by one fresh key of it.
+    """Flax's functional ``fold_rngs``: ``fold_rngs(fn)(scope, hash_key, *args)``.
 
-    Each stream consumes one ``make_rng`` of the outer scope; inside, keys derive
-    from that key, so the inner function's randomness no longer depends on the
-    outer path.
+    As in Flax, the lifted function takes a hashable ``hash_key`` after the scope
+    (Flax's module transforms pass the module's fingerprint there) and hands it to
+    ``fn(scope, hash_key, *args)``. Inside, each rng stream restarts at its key
+    with the scope's path dropped (Flax's ``LazyRng.clear_suffix``), so the keys
+    drawn inside do not depend on where the scope sits; counters carry on.
     """
+
+    def wrapper(scope_tree, hash_key, *args, **kwargs):
+        state = _pack.ScopeTree(scope_tree)
+        tree, inner = state.inner(state.variables, clear_paths=True)
+        y = fn(tree, hash_key, *args, **kwargs)
+        state.write_back(_pack.mutated_per_scope(inner))
+        return y
+
+    return wrapper
+
+
+def fold_rngs_module(fn: Callable) -> Callable:
+    """``nn.fold_rngs``' lift: each stream consumes one ``make_rng`` of the outer scope;
+    inside, keys derive from that key, so the inner randomness no longer depends on the
+    outer path."""
 
     def wrapper(scope, *args, **kwargs):
         streams = {name: RngStream(scope.make_rng(name)) for name in scope.rngs}

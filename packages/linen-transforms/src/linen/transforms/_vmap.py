@@ -7,7 +7,7 @@ from typing import Any
 
 import jax
 
-from linen.core import in_filter
+from linen.core import Scope, in_filter
 from linen.core.lifting import Filter
 from linen.transforms import _pack
 from linen.transforms.errors import TransformAxisSizeError
@@ -55,10 +55,11 @@ def vmap(
         in_axes = tuple(in_axes)
 
     def wrapper(scope_or_scopes, *args, **kwargs):
-        # Flax's multi-scope form: a tuple (or list) of scopes is lifted together
-        # and ``fn`` receives the inner scopes in the same container.
-        multi = isinstance(scope_or_scopes, (tuple, list))
-        scopes = tuple(scope_or_scopes) if multi else (scope_or_scopes,)
+        # Flax's multi-scope form: a pytree of scopes (tuple, list, dict) is lifted
+        # together and ``fn`` receives the inner scopes in the same structure.
+        tree = _pack.ScopeTree(scope_or_scopes)
+        multi = not isinstance(scope_or_scopes, Scope)
+        scopes = tuple(tree.scopes)
         all_groups, all_split, all_bcast, all_paths = [], [], [], []
         for scope in scopes:
             groups = _pack.group_variables(_pack.gather_variables(scope), filters)
@@ -93,7 +94,7 @@ def vmap(
                     )
                 )
             if multi:
-                y = fn(type(scope_or_scopes)(inner_scopes), *args, **kwargs)
+                y = fn(tree.unflatten(inner_scopes), *args, **kwargs)
             else:
                 y = fn(inner_scopes[0], *args, **kwargs)
             mutated = tuple(_pack.inner_mutated(s, filters) for s in inner_scopes)

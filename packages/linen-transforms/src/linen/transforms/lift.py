@@ -16,10 +16,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
-
-from linen.transforms import _jit
 from linen.transforms._autodiff import custom_vjp as custom_vjp
 from linen.transforms._autodiff import grad as grad
 from linen.transforms._autodiff import jvp as jvp
@@ -28,8 +24,10 @@ from linen.transforms._autodiff import vjp as vjp
 from linen.transforms._control import cond as cond
 from linen.transforms._control import switch as switch
 from linen.transforms._control import while_loop as while_loop
-from linen.transforms._remat import checkpoint as checkpoint
-from linen.transforms._remat import remat as remat
+from linen.transforms._core_checkpoint import checkpoint as checkpoint
+from linen.transforms._core_checkpoint import remat as remat
+from linen.transforms._core_jit import jit as jit
+from linen.transforms._remat import remat_scan as remat_scan
 from linen.transforms._scan import broadcast as broadcast
 from linen.transforms._scan import scan as scan
 from linen.transforms._variables import add_metadata_axis as add_metadata_axis
@@ -49,6 +47,7 @@ __all__ = [
     'jvp',
     'map_variables',
     'remat',
+    'remat_scan',
     'scan',
     'switch',
     'value_and_grad',
@@ -56,27 +55,3 @@ __all__ = [
     'vmap',
     'while_loop',
 ]
-
-
-def jit(
-    fn: Callable,
-    static_argnums: int | Sequence[int] = (),
-    static_argnames: str | Sequence[str] = (),
-    donate_argnums: int | Sequence[int] = (),
-    device: Any = None,
-    backend: str | None = None,
-) -> Callable:
-    """``jax.jit`` of ``fn(scope, *args)``; compiled once per scope structure and static args."""
-    jitted = _jit.jit(
-        lambda _, scope, *a, **k: fn(scope, *a, **k),
-        static_argnums=static_argnums,
-        static_argnames=static_argnames,
-        donate_argnums=donate_argnums,
-        device=device,
-        backend=backend,
-    )
-
-    def wrapper(scope, *args, **kwargs):
-        return jitted(None, scope, *args, **kwargs)
-
-    return wrapper
