@@ -95,7 +95,12 @@ def test_train_step_matches_single_device(layout):
     for (path, a), b in zip(
         jax.tree_util.tree_leaves_with_path(ours), jax.tree_util.tree_leaves(expected), strict=True
     ):
-        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6, err_msg=jax.tree_util.keystr(path))
+        # float32 tolerance for Adam steps: the sharded program sums the gradients in
+        # another order, and Adam divides each gradient by its own scale, so for a
+        # near-cancelling sum (a bias's gradient) the terms' rounding (~1e-7 of the
+        # terms) becomes up to lr * 1e-4 per step in the update (measured 3.3e-6
+        # after the steps on jax 0.10.0): absolute 1e-5, relative as before.
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-5, err_msg=jax.tree_util.keystr(path))
 
 
 def test_single_device_step_has_no_collectives():

@@ -140,13 +140,14 @@ def test_remat_saves_nothing_inside_the_rematerialized_block(remat):
     model = Model()
     x = jnp.ones((B, D_HID))
     params = model.init(jax.random.key(0), x)['params']
-    saved = saved_activations(
-        jax.grad(lambda p: (model.apply({'params': p}, x) ** 2).sum()), params
-    )
+    grad = jax.grad(lambda p: (model.apply({'params': p}, x) ** 2).sum())
+    saved = saved_activations(grad, params)
     # Without remat the block keeps tanh's output (tanh's derivative and the
-    # second kernel's gradient both read it); with remat it keeps nothing and
-    # recomputes it in the backward pass.
-    assert saved['Model/block'] == (0 if remat else B * D_HID * F32)
+    # second kernel's gradient both read it); with remat it keeps nothing of its
+    # own and recomputes it in the backward pass. (Its inclusive total also holds
+    # what its submodule 'second' keeps, which depends on how the XLA version
+    # fuses the loss: not what this test is about.)
+    assert saved.own.get('Model/block', 0) == (0 if remat else B * D_HID * F32)
 
 
 def test_scan_residuals_are_stacked_per_iteration_under_the_scanned_module():

@@ -275,7 +275,7 @@ class Module(_DataclassLike):
         in_compact = pstate.in_compact_method
         if in_compact:
             pstate.compact_children.add(name)
-        d['scope'] = pscope._push_scope(name, reuse=in_compact)
+        d['scope'] = pscope.push(name, reuse=in_compact)
 
     # -- attributes ------------------------------------------------------------
 
