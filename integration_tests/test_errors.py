@@ -280,6 +280,14 @@ def _case_invalid_method(nn, core):
     m.apply(v, X, method=3)
 
 
+def _case_init_on_the_class(nn, core):
+    nn.Dense.init(K, X)
+
+
+def _case_apply_on_the_class(nn, core):
+    nn.Dense.apply({'params': {}}, X)
+
+
 def _case_compact_unbound(nn, core):
     nn.Dense(2)(X)
 

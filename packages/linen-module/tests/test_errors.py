@@ -240,10 +240,18 @@ def test_unbind_on_unbound_module():
 
 
 def test_init_on_module_class_or_without_module():
-    with pytest.raises(errors.InvalidInstanceModuleError, match='instance of a Module'):
+    with pytest.raises(errors.InvalidInstanceModuleError, match='instance of the Module class'):
         nn.apply(lambda m: None, Dense)
     with pytest.raises(errors.InvalidInstanceModuleError):
         nn.init(lambda m: None)
+    # The methods called on the class itself (the key lands in `self`).
+    x = jnp.ones((1, 2))
+    with pytest.raises(errors.InvalidInstanceModuleError, match='MyModule\\(...\\).init'):
+        Dense.init(jax.random.key(0), x)
+    with pytest.raises(errors.InvalidInstanceModuleError):
+        Dense.init_with_output(jax.random.key(0), x)
+    with pytest.raises(errors.InvalidInstanceModuleError):
+        Dense.apply({'params': {}}, x)
 
 
 def test_post_init_override_without_super():

@@ -410,8 +410,9 @@ class InvalidInstanceModuleError(LinenError):
 
     def __init__(self):
         super().__init__(
-            'Can only call init/apply on an instance of a Module, not on the class: '
-            'write `MyModule(...).init(...)`.'
+            'Can only call init, init_with_output or apply methods on an instance of the '
+            'Module class, not the Module class itself. Make an instance first: '
+            '`MyModule(...).init(...)`.'
         )
 
 

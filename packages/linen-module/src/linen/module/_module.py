@@ -601,6 +601,8 @@ class Module(_DataclassLike):
 
         Returns the output, or ``(output, mutated_variables)`` when ``mutable`` is not False.
         """
+        if not isinstance(self, Module):  # `MyModule.apply(variables, ...)` on the class
+            raise errors.InvalidInstanceModuleError()
         # The hot path of eager use: no wrapper functions built per call.
         fn = self._resolve_method(method)
         if capture_intermediates:
@@ -630,6 +632,8 @@ class Module(_DataclassLike):
         **kwargs,
     ):
         """``(output, variables)`` of running ``method`` with fresh variables."""
+        if not isinstance(self, Module):  # `MyModule.init(key, ...)` on the class
+            raise errors.InvalidInstanceModuleError()
         if capture_intermediates:
             mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
         scope_fn = self._scope_fn(method, capture_intermediates)
@@ -647,6 +651,8 @@ class Module(_DataclassLike):
         **kwargs,
     ) -> dict:
         """Fresh variables for this module: ``{collection: {...}}``."""
+        if not isinstance(self, Module):
+            raise errors.InvalidInstanceModuleError()
         return self.init_with_output(
             rngs,
             *args,
