@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from linen.profiling._compile import compile_for_report
 from linen.profiling._cost_model import shape_bytes
 from linen.profiling._costs import phase_of_op_name
 from linen.profiling._hlo import (
@@ -311,8 +312,6 @@ def saved_activations(fn: Callable, *args: Any, **kwargs: Any) -> SavedActivatio
     >>> saved['Layer']  # one float32[2,4]
     32
     """
-    import jax
 
-    jitted = fn if hasattr(fn, 'lower') else jax.jit(fn)
-    compiled = jitted.lower(*args, **kwargs).compile()
+    compiled = compile_for_report(fn, args, kwargs)
     return activations_from_hlo_text(compiled.as_text(), memory_analysis_dict(compiled))

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from linen.profiling._compile import compile_for_report
 from linen.profiling._cost_model import InstructionCost, instruction_costs
 from linen.profiling._hlo import module_path_from_op_name, parse_hlo_module
 from linen.profiling._report import (
@@ -116,10 +117,8 @@ class ModuleCosts:
 
 
 def _compile(fn: Callable, args: tuple, kwargs: dict) -> Any:
-    import jax
 
-    jitted = fn if hasattr(fn, 'lower') else jax.jit(fn)
-    return jitted.lower(*args, **kwargs).compile()
+    return compile_for_report(fn, args, kwargs)
 
 
 def phase_of_op_name(op_name: str) -> str:

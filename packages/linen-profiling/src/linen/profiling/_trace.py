@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from linen.profiling._compile import compile_for_report
 from linen.profiling._cost_model import label_shares
 from linen.profiling._hlo import module_path_from_op_name, parse_hlo_module
 from linen.profiling._report import display_path, format_table, inclusive_totals
@@ -289,10 +290,9 @@ def profile(
 
     import jax
 
-    jitted = fn if hasattr(fn, 'lower') else jax.jit(fn)
     # The compiled object itself runs, so the trace's instruction names are
     # those of the HLO read here.
-    compiled = jitted.lower(*args, **kwargs).compile()
+    compiled = compile_for_report(fn, args, kwargs)
     compiled_text = compiled.as_text()
     program = parse_hlo_module(compiled_text).name
     logdir = os.fspath(logdir) if logdir is not None else tempfile.mkdtemp(prefix='linen-profile-')

@@ -8,6 +8,7 @@ __all__ = [
     'MemoryAnalysisUnavailableWarning',
     'ProfileTraceUnreadableError',
     'ReplicatedParametersWarning',
+    'StaleCompiledLabelsWarning',
     'UnknownDevicePeakError',
     'ProfileUnmatchedOpsWarning',
     'UncostedInstructionWarning',
@@ -202,3 +203,27 @@ class ReplicatedParametersWarning(UserWarning):
             type(self),
             (self.replicated_bytes, self.total_bytes, self.tolerance, self.offenders),
         )
+
+
+class StaleCompiledLabelsWarning(UserWarning):
+    """The compiled program carries op names its own lowering does not have.
+
+    JAX's persistent compilation cache keys programs without their op metadata, so
+    a program that differs from an earlier one only in its labels (another instance
+    name, another naming rule) gets the earlier executable, labels included. A
+    report read from it would attribute the work to the other program's modules.
+    """
+
+    def __init__(self, names: tuple[str, ...] = ()):
+        self.names = tuple(names)
+        shown = ', '.join(repr(n) for n in self.names[:3])
+        super().__init__(
+            f'The compiled program names ops that its lowering does not ({shown}); it '
+            f"probably came from JAX's persistent compilation cache, whose key ignores op "
+            f'names, compiled under other labels. Per-module attribution would be wrong. '
+            f'Profile with the cache off (jax.config.update("jax_enable_compilation_cache", '
+            f'False) before the first compile) or with an empty jax_compilation_cache_dir.'
+        )
+
+    def __reduce__(self):
+        return (type(self), (self.names,))
