@@ -74,5 +74,5 @@ def test_transform_argument_error_message():
 
 @pytest.mark.parametrize('transform', [nn.vmap, nn.scan, nn.jit, nn.remat, nn.map_variables])
 def test_non_module_targets_are_rejected(transform):
-    with pytest.raises(errors.TransformTargetError, match='For plain functions use the JAX'):
+    with pytest.raises(errors.TransformTargetError, match='for plain functions use the JAX'):
         transform(int) if transform is not nn.jit else transform(dict)
