@@ -18,17 +18,26 @@ Python leaves such as flags stay concrete either way.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.extend import core as jex
 
 from linen.core import errors
 
 __all__ = ['partial_init']
+
+
+@functools.cache
+def _jex():
+    # `jax.extend` imports Pallas and checkify (~0.08 s): only the lazy_init path
+    # that prunes a jaxpr needs it, so `import linen.nn` does not pay for it.
+    from jax.extend import core
+
+    return core
 
 
 def _is_abstract(x: Any) -> bool:
@@ -43,7 +52,7 @@ def _is_array(x: Any) -> bool:
 
 
 def _is_var(v: Any) -> bool:
-    return isinstance(v, jex.Var) and not isinstance(v, jex.DropVar)
+    return isinstance(v, _jex().Var) and not isinstance(v, _jex().DropVar)
 
 
 def _unknown_outputs(jaxpr, abstract_invars) -> list[bool]:
@@ -69,6 +78,7 @@ def _prune(closed) -> Any:
     for eqn in kept:
         effects.update(eqn.effects)
     # Same inputs as the traced jaxpr, so its debug info (argument names) still fits.
+    jex = _jex()
     pruned = jex.Jaxpr(
         jaxpr.constvars, jaxpr.invars, jaxpr.outvars, kept, effects, jaxpr.debug_info
     )
@@ -145,7 +155,7 @@ def _staged(fn, leaves, treedef):
         raise errors.LazyInitError([p for p, u in zip(paths, unknown) if u])
     # No kept equation reads an abstract input (checked above), so the
     # ShapeDtypeStructs themselves stand in for them and no memory is allocated.
-    out_flat = jex.jaxpr_as_fun(_prune(closed))(*dyn_args)
+    out_flat = _jex().jaxpr_as_fun(_prune(closed))(*dyn_args)
     # A variable the jaxpr holds as a literal (a constant initialiser) comes back
     # as a NumPy value; init would have given a jax.Array.
     out_flat = [x if isinstance(x, jax.Array) else jnp.asarray(x) for x in out_flat]
