@@ -15,12 +15,13 @@ def doc_sandbox(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv('LINEN_DISABLE_PLUGINS', raising=False)
     pm = _plugins.get_plugin_manager()
-    plugins_before = {id(p) for p in pm.get_plugins()}
+    # by name: pluggy's get_plugins() builds a set, and test plugins need not hash
+    names_before = {name for name, _ in pm.list_name_plugin()}
     flags_before = {name: getattr(config, name) for name in config.flags()}
     yield tmp_path
-    for plugin in list(pm.get_plugins()):
-        if id(plugin) not in plugins_before:
-            _plugins.unregister(plugin)
+    for name, _ in pm.list_name_plugin():
+        if name not in names_before:
+            _plugins.unregister(name)
     for name, value in flags_before.items():
         if getattr(config, name) != value:
             config.update(name, value)

@@ -212,12 +212,38 @@ def test_registering_a_plugin_with_a_wrong_hook_signature_fails_loudly():
     assert all('test-bad-signature' not in str(e) for e in _plugins.load_errors())
 
 
-def test_listeners_are_told_of_changes():
+def test_listeners_are_told_of_changes_until_removed():
     seen = []
-    _plugins.on_plugins_changed(lambda: seen.append(1))
+    remove = _plugins.on_plugins_changed(lambda: seen.append(1))
+    _plugins.register(make_plugin(linen_exports=lambda: {}), name='test-listener')
+    _plugins.unregister('test-listener')
+    remove()
     _plugins.register(make_plugin(linen_exports=lambda: {}), name='test-listener')
     _plugins.unregister('test-listener')
     assert len(seen) == 2
+    remove()  # removing twice is harmless
+
+
+def test_a_raising_listener_warns_and_the_others_still_run():
+    seen = []
+
+    def broken():
+        raise NameError("name 'gone' is not defined")
+
+    removers = [
+        _plugins.on_plugins_changed(broken),
+        _plugins.on_plugins_changed(lambda: seen.append(1)),
+    ]
+    try:
+        with pytest.warns(errors.PluginWarning, match=r'listener .*broken.* raised NameError') as rec:
+            _plugins.register(make_plugin(linen_exports=lambda: {}), name='test-raising-listener')
+        assert isinstance(rec[0].message.__cause__, NameError)
+        assert seen == [1]  # the listener after the broken one ran
+        assert _plugins.get_plugin_manager().get_plugin('test-raising-listener') is not None
+    finally:
+        for remove in removers:
+            remove()
+        _plugins.unregister('test-raising-listener')
 
 
 def test_import_string():

@@ -18,6 +18,7 @@ thread never sees a half-loaded set of plugins.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import inspect
@@ -75,16 +76,40 @@ def plugins_generation() -> int:
     return _generation
 
 
-def on_plugins_changed(listener: Callable[[], None]) -> None:
-    """Call ``listener()`` after every registration change (caches drop themselves)."""
+def on_plugins_changed(listener: Callable[[], None]) -> Callable[[], None]:
+    """Call ``listener()`` after every registration change (caches drop themselves).
+
+    Returns a function that removes the listener again; a listener that outlives
+    its owner (a test, a notebook cell) should be removed with it.
+    """
     _listeners.append(listener)
+
+    def remove() -> None:
+        with contextlib.suppress(ValueError):
+            _listeners.remove(listener)
+
+    return remove
 
 
 def _changed() -> None:
     global _generation
     _generation += 1
+    failed: list[tuple[Callable[[], None], Exception]] = []
     for listener in list(_listeners):
-        listener()
+        # A raising listener is its owner's bug; it must not keep the other
+        # listeners (the caches that must drop themselves) from running.
+        try:
+            listener()
+        except Exception as exc:
+            failed.append((listener, exc))
+    for listener, exc in failed:
+        warn_plugin_problem(
+            f'plugin-change listener {listener!r} raised {type(exc).__name__}: {exc}; '
+            'the registration itself went through. Remove a listener whose owner is '
+            'gone with the function on_plugins_changed returned.',
+            cause=exc,
+            stacklevel=3,
+        )
 
 
 def _disabled_names() -> set[str]:

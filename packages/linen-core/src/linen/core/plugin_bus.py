@@ -12,9 +12,10 @@ changing one needs a new minor version and a CHANGELOG entry.
 >>> class Quiet:  # a plugin that implements no hook
 ...     pass
 >>> seen = []
->>> plugin_bus.on_plugins_changed(lambda: seen.append('changed'))
+>>> stop_listening = plugin_bus.on_plugins_changed(lambda: seen.append('changed'))
 >>> name = plugin_bus.register(Quiet(), name='quiet-example')
 >>> plugin_bus.unregister(name)
+>>> stop_listening()
 >>> seen
 ['changed', 'changed']
 """
