@@ -235,7 +235,9 @@ def test_a_raising_listener_warns_and_the_others_still_run():
         _plugins.on_plugins_changed(lambda: seen.append(1)),
     ]
     try:
-        with pytest.warns(errors.PluginWarning, match=r'listener .*broken.* raised NameError') as rec:
+        with pytest.warns(
+            errors.PluginWarning, match=r'listener .*broken.* raised NameError'
+        ) as rec:
             _plugins.register(make_plugin(linen_exports=lambda: {}), name='test-raising-listener')
         assert isinstance(rec[0].message.__cause__, NameError)
         assert seen == [1]  # the listener after the broken one ran
