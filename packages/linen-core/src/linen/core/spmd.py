@@ -10,11 +10,15 @@ the dimension replicated. Dimensions no rule assigns are replicated.
 The active rules are context-local (a ``contextvars.ContextVar``): a thread or an
 asyncio task that sets them does not change them for others.
 
-Rules that cannot be right (a logical name no rule maps, a name ruled twice, a mesh
-axis the mesh lacks, a spec whose rank differs from the array's, a constraint with
-rules but no mesh) warn once per cause with :class:`LogicalAxisRulesWarning`; in
-strict mode (``strict=True``, config ``linen_strict_logical_rules``, env
-``LINEN_STRICT_LOGICAL_RULES``) they raise :class:`LogicalAxisRulesError`.
+Rules are checked where they are applied to an array, so a problem is reported
+with the parameter path (``params/Dense_0/kernel``) and the axis. A mesh axis the
+mesh lacks raises :class:`LogicalAxisRulesError` (a ``ValueError``, as in Flax).
+Rules that are likely wrong (a logical name no rule maps, an identical rule twice, a
+spec whose rank differs from the array's, a constraint with rules but no mesh) warn
+once per cause with :class:`LogicalAxisRulesWarning`; in strict mode (``strict=True``,
+config ``linen_strict_logical_rules``, env ``LINEN_STRICT_LOGICAL_RULES``) they raise
+:class:`LogicalAxisRulesError`, as do two rules for one logical name and two logical
+dimensions of one array mapped to one mesh axis (both Flax's silent fallbacks).
 
 Under a mesh whose axes are ``Explicit`` (``jax.make_mesh``'s default), a sharding
 constraint is an assertion in JAX; :func:`with_logical_constraint` then reshards
@@ -143,30 +147,6 @@ def _problem(cause: tuple, message: str, strict: bool | None = None) -> None:
     )
 
 
-def _check_rules(rules: tuple, strict: bool | None = None) -> None:
-    if strict is None:
-        strict = strict_logical_rules()
-    seen: dict[str, Any] = {}
-    for logical, axes in rules:
-        if logical not in seen:
-            seen[logical] = axes
-        elif seen[logical] == axes:
-            _problem(
-                ('rules', 'duplicate', logical, rules),
-                f'Duplicate logical axis rule {(logical, axes)} in {rules}; the second '
-                'copy can never apply. Remove it.',
-                strict,
-            )
-        elif strict:
-            # A later rule for the same name is Flax's fallback (used when the first
-            # rule's mesh axis is taken); strict mode forbids it as ambiguous.
-            raise LogicalAxisRulesError(
-                f'Conflicting logical axis rules for {logical!r}: {(logical, seen[logical])} '
-                f'and {(logical, axes)} (strict mode allows one rule per logical name). '
-                'Keep one, or leave strict mode to use the later one as a fallback.'
-            )
-
-
 def set_logical_axis_rules(rules: LogicalRules, strict: bool | None = None) -> None:
     """Sets the logical axis rules of the current context.
 
@@ -176,7 +156,6 @@ def set_logical_axis_rules(rules: LogicalRules, strict: bool | None = None) -> N
     """
     frozen = _freeze_rules(rules)
     _RULES.set(_RuleState(frozen, strict))
-    _check_rules(frozen)
 
 
 def get_logical_axis_rules() -> tuple:
@@ -196,10 +175,37 @@ def logical_axis_rules(rules: LogicalRules, strict: bool | None = None) -> Itera
     frozen = _freeze_rules(rules)
     token = _RULES.set(_RuleState(frozen, strict))
     try:
-        _check_rules(frozen)
         yield
     finally:
         _RULES.reset(token)
+
+
+def _check_rules_for(name: str, rules: tuple, path: str | None) -> None:
+    """Duplicate or conflicting rules for ``name``, reported where they meet a parameter.
+
+    A rule set is only checked when it is applied to an array that uses the logical
+    name, so the report can name the parameter path as well as the axis.
+    """
+    mine = [axes for logical, axes in rules if logical == name]
+    if len(mine) < 2:
+        return
+    first = mine[0]
+    for axes in mine[1:]:
+        if axes == first:
+            _problem(
+                ('duplicate', name, rules),
+                f'Duplicate logical axis rule {(name, axes)} for logical axis {name!r}'
+                f'{_where(path)} in {rules}; the second copy can never apply. Remove it.',
+            )
+        elif strict_logical_rules():
+            # A later rule for the same name is Flax's fallback (used when the first
+            # rule's mesh axis is taken); strict mode forbids it as ambiguous.
+            raise LogicalAxisRulesError(
+                f'Conflicting logical axis rules for {name!r}{_where(path)}: '
+                f'{(name, first)} and {(name, axes)} (strict mode allows one rule per '
+                'logical name). Keep one, or leave strict mode to use the later one as a '
+                'fallback.'
+            )
 
 
 def _assign(names: tuple, rules: tuple, path: str | None) -> list:
@@ -208,21 +214,29 @@ def _assign(names: tuple, rules: tuple, path: str | None) -> list:
     counts = collections.Counter(n for n in names if isinstance(n, str))
     dups = tuple(n for n, c in counts.items() if c > 1)
     if dups:
-        # Flax raises ValueError here too; a name used twice cannot be sharded twice.
+        # Flax's ValueError and its words first; a name used twice cannot be sharded twice.
         raise LogicalAxisRulesError(
-            f'Unsupported: Dimensions {dups} occur more than once in array names '
-            f'{names}{_where(path)}. Give each dimension its own logical name.'
+            f'Unsupported: Dimensions {dups} occur more than once in array names. '
+            f'The names are {names}{_where(path)}; give each dimension its own logical name.'
         )
+    for name in counts:
+        _check_rules_for(name, rules, path)
     result: list[Any] = [_UNASSIGNED if isinstance(n, str) else n for n in names]
-    used: set[str] = set()
+    used: dict[str, str] = {}  # mesh axis -> the logical name that took it
+    blocked: dict[str, tuple] = {}  # logical name -> (mesh axis, the name holding it)
     for logical, axes in rules:
         if logical not in counts:
             continue
         i = names.index(logical)
+        if result[i] is not _UNASSIGNED:
+            continue
         mesh_axes = _mesh_axes_of(axes)
-        if result[i] is _UNASSIGNED and used.isdisjoint(mesh_axes):
-            result[i] = axes
-            used.update(mesh_axes)
+        taken = [a for a in mesh_axes if a in used]
+        if taken:
+            blocked.setdefault(logical, (taken[0], used[taken[0]]))
+            continue
+        result[i] = axes
+        used.update(dict.fromkeys(mesh_axes, logical))
     ruled = {logical for logical, _ in rules}
     for name in counts:
         if name not in ruled and rules:
@@ -232,33 +246,44 @@ def _assign(names: tuple, rules: tuple, path: str | None) -> list:
                 f'in {rules}; it is replicated. Add a rule ({name!r}, mesh_axis) or '
                 f'({name!r}, None) to replicate it on purpose.',
             )
+    if strict_logical_rules():
+        for name, (axis, holder) in blocked.items():
+            if result[names.index(name)] is _UNASSIGNED:
+                # Flax replicates the later dimension silently (activations in FSDP
+                # layouts rely on it); strict mode asks for the rules to say so.
+                raise LogicalAxisRulesError(
+                    f'Logical axes {holder!r} and {name!r}{_where(path)} (names {names}) '
+                    f'are both mapped to mesh axis {axis!r}; a mesh axis shards one '
+                    f'dimension, so {name!r} would be replicated. Map {name!r} to another '
+                    f'mesh axis, or to None to replicate it on purpose.'
+                )
     return result
 
 
 def _check_mesh_axes(
     spec: PartitionSpec, mesh: Any, path: str | None, names: tuple
 ) -> PartitionSpec:
-    """``spec`` without mesh axes the mesh lacks (after warning; strict mode raises)."""
+    """``spec``, after checking that the mesh has every mesh axis it names.
+
+    Flax raises JAX's ``ValueError`` here in every mode (a parameter meant to be
+    sharded must not silently be replicated); linen raises the same text first, then
+    the parameter path, the logical axis and the rule.
+    """
     path = path or current_variable_path()
     if mesh is None:
         return spec
     known = set(mesh.axis_names)
-    entries = []
-    for entry in spec:
-        axes = _mesh_axes_of(entry)
-        missing = [a for a in axes if a not in known]
-        for axis in missing:
-            _problem(
-                ('mesh-axis', axis, path, tuple(mesh.axis_names)),
-                f'Mesh axis {axis!r} (for logical names {names}{_where(path)}) does not '
-                f'exist in the mesh, whose axes are {tuple(mesh.axis_names)}; that dimension '
-                'is replicated. Fix the rule or the mesh.',
-            )
+    for logical, entry in zip(names, spec, strict=False):
+        missing = [a for a in _mesh_axes_of(entry) if a not in known]
         if missing:
-            kept = tuple(a for a in axes if a in known)
-            entry = kept[0] if len(kept) == 1 else (kept or None)
-        entries.append(entry)
-    return PartitionSpec(*entries)
+            axis = missing[0]
+            raise LogicalAxisRulesError(
+                f'Resource axis: {axis} of {spec} is not found in mesh: '
+                f'{tuple(mesh.axis_names)}. Mesh axis {axis!r} comes from the rule '
+                f'({logical!r}, {entry!r}) for logical axis {logical!r}{_where(path)} '
+                f'(names {names}). Fix the rule, or add {axis!r} to the mesh.'
+            )
+    return spec
 
 
 def _check_rank(names: tuple, shape: tuple | None, path: str | None) -> bool:
@@ -354,8 +379,8 @@ def _constrain_one(
         if fallback == RulesFallback.RAISE_ERROR:
             unmatched = [n for n, a in zip(names, assigned) if a is _UNASSIGNED]
             raise LogicalAxisRulesError(
-                f'Axis names {names}{_where(None)} did not match a rule in {rules} '
-                f'(unmatched: {unmatched}); add one or use '
+                f'Axis names {names} did not match a rule (unmatched: {unmatched})'
+                f'{_where(None)}; the rules are {rules}. Add one or use '
                 'fallback=RulesFallback.AXIS_IS_UNSHARDED.'
             )
         if fallback == RulesFallback.NO_CONSTRAINT:
