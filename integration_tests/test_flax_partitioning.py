@@ -231,3 +231,56 @@ def test_sow_twice_with_different_axes_raises():
 
     with pytest.raises(ValueError, match=r"sown twice and differ: \('embed',\) then \('mlp',\)"):
         Twice().init(jax.random.key(0), jnp.ones(4))
+
+
+def _dense_abstract(nn):
+    class M(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            init = nn.with_logical_partitioning(nn.initializers.ones, ('embed', 'mlp'))
+            return nn.Dense(4, kernel_init=init)(x)
+
+    return jax.eval_shape(M().init, jax.random.key(0), jnp.ones((2, 4)))
+
+
+BAD_RULES = {
+    'duplicate': (('embed', 'model'), ('embed', 'model'), ('mlp', None)),
+    'conflict': (('embed', 'data'), ('embed', 'model'), ('mlp', 'data')),
+    'one_mesh_axis': (('embed', 'model'), ('mlp', 'model')),
+}
+
+
+@pytest.mark.parametrize('case', list(BAD_RULES))
+def test_questionable_rules_shard_as_flax_and_raise_with_the_path_in_strict_mode(case):
+    rules = BAD_RULES[case]
+    mesh = jax.make_mesh((2, 2), ('data', 'model'), axis_types=(AxisType.Auto,) * 2)
+
+    def sharding(nn, **kw):
+        specs = nn.get_partition_spec(_dense_abstract(nn))
+        with nn.logical_axis_rules(rules, **kw):
+            return nn.logical_to_mesh_sharding(specs, mesh, rules)['params']['Dense_0']['kernel']
+
+    expected = sharding(flax_nn).spec
+    if case == 'duplicate':  # the second copy is dead: a warning, not an error
+        with pytest.warns(LogicalAxisRulesWarning, match='params/Dense_0/kernel'):
+            assert sharding(linen_nn).spec == expected
+    else:  # Flax's fallbacks: silent
+        assert sharding(linen_nn).spec == expected
+    with pytest.raises(spmd.LogicalAxisRulesError) as info:
+        sharding(linen_nn, strict=True)
+    assert '"params/Dense_0/kernel"' in str(info.value)
+    assert ("'embed'" if case != 'one_mesh_axis' else "mesh axis 'model'") in str(info.value)
+
+
+def test_missing_mesh_axis_raises_flax_error_first_then_the_path():
+    rules = (('embed', None), ('mlp', 'tensor'))
+    mesh = jax.make_mesh((2, 2), ('data', 'model'), axis_types=(AxisType.Auto,) * 2)
+    errors = []
+    for nn in (flax_nn, linen_nn):
+        specs = nn.get_partition_spec(_dense_abstract(nn))
+        with pytest.raises(ValueError) as info:
+            nn.logical_to_mesh_sharding(specs, mesh, rules)
+        errors.append(str(info.value))
+    theirs, ours = errors
+    assert ours.startswith(theirs.split('\n')[0]), (ours, theirs)
+    assert '"params/Dense_0/kernel"' in ours and "logical axis 'mlp'" in ours
