@@ -10,6 +10,7 @@ arrays, and under explicit axes carry the sharding a user would write by hand.
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -52,6 +53,16 @@ def _bias(names):
     return nn.with_logical_partitioning(nn.initializers.normal(1.0), names)
 
 
+def _user_dot_general(lhs, rhs, dimension_numbers, precision=None, **kwargs):
+    """A user's dot_general: it passes on neither ``out_sharding`` nor anything new."""
+    return jax.lax.dot_general(lhs, rhs, dimension_numbers, precision=precision)
+
+
+class _UserDotGeneral:
+    def __call__(self, lhs, rhs, dimension_numbers, precision=None, **kwargs):
+        return _user_dot_general(lhs, rhs, dimension_numbers, precision)
+
+
 def _softmax(x):
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
@@ -81,6 +92,18 @@ def _conv_reference(x, kernel, pads, lhs_dilation=1):
     spatial = 'xyz'[:n]
     window = 'uvw'[:n]
     return np.einsum(f'b{spatial}c{window},{window}co->b{spatial}o', windows, kernel)
+
+
+def _local_conv_reference(x, kernel):
+    """A 1-D 'VALID' locally connected layer in NumPy: one kernel per output position.
+
+    The kernel's input axis is (input feature, window offset), feature-major.
+    """
+    positions, _, features = kernel.shape
+    window = x.shape[1] - positions + 1
+    windows = np.lib.stride_tricks.sliding_window_view(x, window, axis=1)
+    per_offset = kernel.reshape(positions, x.shape[-1], window, features)
+    return np.einsum('bxcu,xcuf->bxf', windows, per_offset)
 
 
 class Case(NamedTuple):
@@ -179,6 +202,89 @@ CASES = {
         lambda p, x: _conv_reference(x, p['kernel'], [(2, 2)], 2) + p['bias'][None, None],
         P('data', None, None),
     ),
+    # Locally connected: input features sharded like the kernel's input axis (JAX's
+    # patch extraction refuses sharded input features).
+    'conv_local': Case(
+        lambda: nn.ConvLocal(4, (3,), padding='VALID', kernel_init=_named(('pos', 'in', 'mlp'))),
+        (4, 6, 8),
+        P('data', None, 'model'),
+        (('in', 'model'), ('pos', None), ('mlp', None)),
+        lambda p, x: _local_conv_reference(x, p['kernel']) + p['bias'][None],
+        P('data', None, None),
+    ),
+    # The kernel's output positions over 'model' (the input's positions are not):
+    # the output keeps the kernel's position sharding, the bias follows it.
+    'conv_local_positions': Case(
+        lambda: nn.ConvLocal(
+            4,
+            (3,),
+            padding='VALID',
+            kernel_init=_named(('pos', 'in', 'mlp')),
+            bias_init=_bias(('pos', 'mlp')),
+        ),
+        (4, 6, 8),
+        P('data', None, None),
+        (('pos', 'model'), ('in', None), ('mlp', None)),
+        lambda p, x: _local_conv_reference(x, p['kernel']) + p['bias'][None],
+        P('data', 'model', None),
+    ),
+    'conv_local_tensor_parallel': Case(
+        lambda: nn.ConvLocal(
+            4,
+            (3,),
+            padding='VALID',
+            kernel_init=_named(('pos', 'in', 'mlp')),
+            bias_init=_bias(('pos', 'mlp')),
+        ),
+        (4, 6, 8),
+        P('data', 'model', None),
+        (('pos', None), ('in', None), ('mlp', 'model')),
+        lambda p, x: _local_conv_reference(x, p['kernel']) + p['bias'][None],
+        P('data', None, 'model'),
+    ),
+    # A user's dot_general (which takes no out_sharding) on a contraction sharded on
+    # both sides (or, below, on the input only, with the heads over the same axis):
+    # its operands are resharded until JAX can infer the output.
+    'dense_user_dot_general': Case(
+        lambda: nn.Dense(4, dot_general=_user_dot_general, kernel_init=_named(('embed', 'mlp'))),
+        (4, 6, 8),
+        P('data', None, 'model'),
+        (('embed', 'model'), ('mlp', None)),
+        lambda p, x: x @ p['kernel'] + p['bias'][None, None],
+        P('data', None, None),
+    ),
+    'dense_general_user_dot_general_cls': Case(
+        lambda: nn.DenseGeneral(
+            (2, 4),
+            dot_general_cls=_UserDotGeneral,
+            kernel_init=_named(('embed', 'heads', 'kv')),
+            bias_init=_bias(('heads', 'kv')),
+        ),
+        (4, 6, 8),
+        P('data', None, 'model'),
+        (('embed', None), ('heads', 'model'), ('kv', None)),
+        lambda p, x: np.einsum('abc,cde->abde', x, p['kernel']) + p['bias'][None, None],
+        P('data', None, 'model', None),
+    ),
+    # A user's einsum dot_general in the attention, with the head depth (contracted
+    # in the logits) sharded over 'model' on the queries and the keys.
+    'attention_user_einsum_dot_general': Case(
+        lambda: nn.MultiHeadDotProductAttention(
+            num_heads=2,
+            kernel_init=_named(('embed', 'heads', 'kv')),
+            bias_init=_bias(('heads', 'kv')),
+            out_kernel_init=_named(('heads', 'kv', 'embed')),
+            out_bias_init=_bias(('embed',)),
+            attention_fn=functools.partial(
+                nn.dot_product_attention, einsum_dot_general=_user_dot_general
+            ),
+        ),
+        (4, 6, 8),
+        P('data', None, None),
+        (('embed', None), ('heads', None), ('kv', 'model')),
+        lambda p, x: _mha_reference(p, x),
+        P('data', None, None),
+    ),
     # Megatron-style attention: heads over 'model'; the output projection contracts
     # (heads, kv) with the heads sharded on both sides.
     'attention_tensor_parallel': Case(
@@ -274,6 +380,8 @@ def test_layer_under_explicit_axes(name):
         ('conv_tensor_parallel', 'mixed'),
         ('attention_tensor_parallel', 'mixed'),
         ('conv_transpose', 'mixed'),
+        ('conv_local', 'mixed'),
+        ('dense_user_dot_general', 'mixed'),
         ('dense_general_two_axes', 'auto'),
         ('attention_sharded_embed', 'auto'),
     ],
@@ -360,3 +468,62 @@ def test_nothing_changes_on_auto_meshes(monkeypatch):
         without = str(jax.make_jaxpr(module.apply)(variables, xs))
     assert ours == without
     assert 'reshard' not in ours
+
+
+def _causal_mha_reference(p, x):
+    """Causal self-attention in NumPy: position t attends to positions 0..t."""
+
+    def proj(name):
+        return np.einsum('ble,ehd->blhd', x, p[name]['kernel']) + p[name]['bias'][None, None]
+
+    q, k, v = proj('query'), proj('key'), proj('value')
+    logits = np.einsum('bqhd,bkhd->bhqk', q / np.sqrt(q.shape[-1]), k)
+    length = x.shape[1]
+    logits = np.where(np.tril(np.ones((length, length), bool))[None, None], logits, -1e30)
+    attn = np.einsum('bhqk,bkhd->bqhd', _softmax(logits), v)
+    return np.einsum('blhd,hde->ble', attn, p['out']['kernel']) + p['out']['bias'][None, None]
+
+
+@pytest.mark.parametrize(
+    'cache_spec',
+    [None, P(None, 'model', None, None)],
+    ids=['cache_from_init', 'cache_over_length'],
+)
+def test_decode_cache_under_explicit_axes(cache_spec):
+    # Flax's decode step raises ShardingTypeError here: the cache is created
+    # replicated and dynamic_update_slice wants the step sharded like it. The cache
+    # now follows the keys' sharding at init, each step is written in the cache's
+    # sharding (a cache over its length axis too), and the carry keeps its type.
+    mesh = jax.make_mesh((2, 2), ('data', 'model'), axis_types=TYPES['explicit'])
+    rules = (('embed', None), ('heads', 'model'), ('kv', None))
+    module = nn.MultiHeadDotProductAttention(
+        num_heads=2,
+        decode=True,
+        kernel_init=_named(('embed', 'heads', 'kv')),
+        bias_init=_bias(('heads', 'kv')),
+        out_kernel_init=_named(('heads', 'kv', 'embed')),
+        out_bias_init=_bias(('embed',)),
+    )
+    x = np.random.default_rng(2).standard_normal((4, 4, 8)).astype(np.float32)
+    with jax.set_mesh(mesh), nn.logical_axis_rules(rules):
+        variables, values = _variables(module, x, mesh, rules)
+        xs = jax.device_put(x, NamedSharding(mesh, P('data', None, None)))
+        # init's cache (zeros) is placed as init types it, without compiling init.
+        abstract = jax.eval_shape(module.init, jax.random.key(0), xs)['cache']
+        assert abstract['cached_key'].sharding.spec == P('data', None, 'model', None)
+
+        def place(a):
+            spec = P() if not a.ndim else cache_spec or a.sharding.spec
+            return jax.device_put(np.zeros(a.shape, a.dtype), NamedSharding(mesh, spec))
+
+        cache = jax.tree_util.tree_map(place, abstract)
+        spec_before = cache['cached_key'].sharding.spec
+        step = jax.jit(lambda c, t: module.apply({**variables, 'cache': c}, t, mutable=['cache']))
+        outputs = []
+        for t in range(x.shape[1]):
+            y, updated = step(cache, xs[:, t : t + 1])
+            cache = updated['cache']
+            outputs.append(np.asarray(y))
+    assert cache['cached_key'].sharding.spec == spec_before
+    expected = _causal_mha_reference(values['params'], x.astype(np.float64))
+    np.testing.assert_allclose(np.concatenate(outputs, axis=1), expected, rtol=2e-5, atol=2e-5)

@@ -17,7 +17,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from linen.layers._explicit import contraction_out_sharding
+from linen.layers._explicit import (
+    contraction_out_sharding,
+    explicit_mesh,
+    inferable_operands,
+    match_sharding,
+    reshard_spec,
+    spec_of,
+)
 from linen.layers._linear import DenseGeneral
 from linen.layers._normalization import LayerNorm
 from linen.layers.dtypes import canonicalize_dtype, promote_dtype
@@ -94,7 +101,7 @@ def _qk_logits(query, key, precision, einsum_dot_general, einsum):
     theirs too (a hand-ordered dot_general compiles to a different HLO).
     """
     fn = _einsum(einsum_dot_general, einsum)
-    sharding = _explicit_einsum_sharding(fn, query, key, 'qhd', 'khd', 'hqk')
+    query, key, sharding = _explicit_einsum(fn, query, key, 'qhd', 'khd', 'hqk')
     return fn('...qhd,...khd->...hqk', query, key, precision=precision, **sharding)
 
 
@@ -109,32 +116,34 @@ def _einsum(einsum_dot_general, einsum):
 def _weights_times_value(weights, value, precision, einsum_dot_general, einsum):
     """``[..., h, q, k] x [..., k, h, d] -> [..., q, h, d]``."""
     fn = _einsum(einsum_dot_general, einsum)
-    sharding = _explicit_einsum_sharding(fn, weights, value, 'hqk', 'khd', 'qhd')
+    weights, value, sharding = _explicit_einsum(fn, weights, value, 'hqk', 'khd', 'qhd')
     return fn('...hqk,...khd->...qhd', weights, value, precision=precision, **sharding)
 
 
-def _explicit_einsum_sharding(fn, lhs, rhs, lhs_tail, rhs_tail, out_tail) -> dict:
-    """``{'out_sharding': ...}`` where explicit mesh axes make JAX's choice ambiguous.
+def _explicit_einsum(fn, lhs, rhs, lhs_tail, rhs_tail, out_tail) -> tuple:
+    """``(lhs, rhs, {'out_sharding': ...})`` where explicit mesh axes make JAX's choice ambiguous.
 
-    Only for ``jnp.einsum`` itself (a user's einsum need not take ``out_sharding``);
-    the ``...`` batch axes are spelled out in letters the tails do not use.
+    ``jnp.einsum`` itself gets ``out_sharding``; a user's einsum (or ``dot_general``)
+    need not take one, so its operands are resharded until JAX can infer the output.
+    The ``...`` batch axes are spelled out in letters the tails do not use.
     """
-    if fn is not jnp.einsum:
-        return {}
+    if explicit_mesh(lhs, rhs) is None:
+        return lhs, rhs, {}
     letters = [c for c in 'abcefgijlmnoprstuvwxyz' if c not in lhs_tail + rhs_tail]
     n_lhs, n_rhs = lhs.ndim - len(lhs_tail), rhs.ndim - len(rhs_tail)
     n_out = max(n_lhs, n_rhs)
     if n_out > len(letters):
-        return {}
+        return lhs, rhs, {}
     batch = ''.join(letters[:n_out])
-    out_sharding = contraction_out_sharding(
-        lhs,
-        rhs,
+    labels = (
         batch[n_out - n_lhs :] + lhs_tail,
         batch[n_out - n_rhs :] + rhs_tail,
         batch + out_tail,
     )
-    return {} if out_sharding is None else {'out_sharding': out_sharding}
+    if fn is not jnp.einsum:
+        return (*inferable_operands(lhs, rhs, *labels), {})
+    out_sharding = contraction_out_sharding(lhs, rhs, *labels)
+    return lhs, rhs, ({} if out_sharding is None else {'out_sharding': out_sharding})
 
 
 # ----------------------------------------------------------------------------- functions
@@ -566,8 +575,8 @@ class MultiHeadDotProductAttention(Module):
         inputs pass through unchanged.
         """
         is_initialized = self.has_variable('cache', 'cached_key')
-        cached_key = self.variable('cache', 'cached_key', jnp.zeros, key.shape, key.dtype)
-        cached_value = self.variable('cache', 'cached_value', jnp.zeros, value.shape, value.dtype)
+        cached_key = self.variable('cache', 'cached_key', _zeros_like, key)
+        cached_value = self.variable('cache', 'cached_value', _zeros_like, value)
         cache_index = self.variable('cache', 'cache_index', lambda: jnp.array(0, dtype=jnp.int32))
         if not is_initialized:
             return key, value, mask
@@ -578,10 +587,8 @@ class MultiHeadDotProductAttention(Module):
         index = cache_index.value
         zero = jnp.zeros((), index.dtype)
         start = (zero,) * len(batch_dims) + (index, zero, zero)
-        key = lax.dynamic_update_slice(cached_key.value, key.astype(cached_key.value.dtype), start)
-        value = lax.dynamic_update_slice(
-            cached_value.value, value.astype(cached_value.value.dtype), start
-        )
+        key = _write_step(cached_key.value, key, start)
+        value = _write_step(cached_value.value, value, start)
         cached_key.value = key
         cached_value.value = value
         cache_index.value = index + 1
@@ -590,6 +597,32 @@ class MultiHeadDotProductAttention(Module):
             jnp.arange(max_length) <= index, (*batch_dims, 1, 1, max_length)
         )
         return key, value, combine_masks(mask, step_mask)
+
+
+def _zeros_like(x):
+    """A zero cache shaped like ``x``; under explicit mesh axes also sharded like it."""
+    zeros = jnp.zeros(x.shape, x.dtype)
+    return zeros if explicit_mesh(x) is None else match_sharding(zeros, x)
+
+
+def _write_step(cache, update, start):
+    """``cache`` with ``update`` written at ``start``, keeping the cache's sharding.
+
+    Under explicit mesh axes ``dynamic_update_slice`` needs the update sharded like
+    the cache; the step is resharded to it (a cache sharded over its length axis is
+    gathered along it for the write and moved back after, so a decode loop's carry
+    keeps its type). Elsewhere this is the plain update.
+    """
+    update = update.astype(cache.dtype)
+    if explicit_mesh(cache, update) is None:
+        return lax.dynamic_update_slice(cache, update, start)
+    length = cache.ndim - 3
+    spec = spec_of(cache)
+    open_length = (*spec[:length], None, *spec[length + 1 :])
+    written = lax.dynamic_update_slice(
+        reshard_spec(cache, open_length), reshard_spec(update, open_length), start
+    )
+    return reshard_spec(written, spec)
 
 
 def _dot_general_kwargs(dot_general, dot_general_cls) -> dict:

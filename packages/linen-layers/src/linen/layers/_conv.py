@@ -16,7 +16,12 @@ import numpy as np
 from jax import lax
 
 from linen.layers import initializers
-from linen.layers._explicit import conv_out_sharding, explicit_mesh, replicate_for_conv
+from linen.layers._explicit import (
+    conv_out_sharding,
+    explicit_mesh,
+    local_conv,
+    replicate_for_conv,
+)
 from linen.layers._linear import Array, Dtype, _add_bias, default_kernel_init
 from linen.layers.dtypes import promote_dtype
 from linen.layers.errors import (
@@ -272,9 +277,16 @@ class _ConvBase(Module):
                         conv_args['out_sharding'] = out_sharding
             y = conv(inputs, kernel, strides, padding, **conv_args)
         else:
-            y = lax.conv_general_dilated_local(
-                lhs=inputs,
-                rhs=kernel,
+            # Explicit mesh axes: JAX's local convolution refuses sharded input
+            # features and differently sharded positions; local_conv reshards.
+            local = (
+                lax.conv_general_dilated_local
+                if explicit_mesh(inputs, kernel) is None
+                else local_conv
+            )
+            y = local(
+                inputs,
+                kernel,
                 window_strides=strides,
                 padding=padding,
                 filter_shape=kernel_size,

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 from jax.sharding import NamedSharding, PartitionSpec
 
 # Public since JAX added explicit sharding; a JAX without it has no explicit axes.
@@ -117,12 +118,9 @@ def contraction_out_sharding(
     return NamedSharding(mesh, PartitionSpec(*_first_come(wanted, order)))
 
 
-def dot_general_out_sharding(lhs: Any, rhs: Any, dimension_numbers: Any) -> NamedSharding | None:
-    """:func:`contraction_out_sharding` for ``lax.dot_general``'s dimension numbers."""
-    if explicit_mesh(lhs, rhs) is None:
-        return None
+def _dot_general_labels(lhs_ndim: int, rhs_ndim: int, dimension_numbers: Any) -> tuple:
+    """``dot_general``'s dimension numbers as einsum labels ``(lhs, rhs, out)``."""
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
-    lhs_ndim, rhs_ndim = len(jax.typeof(lhs).shape), len(jax.typeof(rhs).shape)
     letters = iter(string.ascii_letters)
     lhs_labels = [next(letters) for _ in range(lhs_ndim)]
     rhs_labels: list[str | None] = [None] * rhs_ndim
@@ -134,9 +132,57 @@ def dot_general_out_sharding(lhs: Any, rhs: Any, dimension_numbers: Any) -> Name
     out = [lhs_labels[i] for i in lhs_batch]
     out += [lhs_labels[i] for i in range(lhs_ndim) if i not in shared]
     out += [rhs_labels[j] for j in range(rhs_ndim) if j not in rhs_shared]
-    return contraction_out_sharding(
-        lhs, rhs, ''.join(lhs_labels), ''.join(rhs_labels), ''.join(out)
+    return ''.join(lhs_labels), ''.join(rhs_labels), ''.join(out)
+
+
+def dot_general_out_sharding(lhs: Any, rhs: Any, dimension_numbers: Any) -> NamedSharding | None:
+    """:func:`contraction_out_sharding` for ``lax.dot_general``'s dimension numbers."""
+    if explicit_mesh(lhs, rhs) is None:
+        return None
+    labels = _dot_general_labels(
+        len(jax.typeof(lhs).shape), len(jax.typeof(rhs).shape), dimension_numbers
     )
+    return contraction_out_sharding(lhs, rhs, *labels)
+
+
+def _reshard(x: Any, entries: Sequence[Any], mesh: Any) -> Any:
+    """``x`` moved to ``P(*entries)`` on ``mesh``; unchanged when it is already there."""
+    if tuple(entries) == spec_of(x):
+        return x
+    return jax.sharding.reshard(x, NamedSharding(mesh, PartitionSpec(*entries)))
+
+
+def inferable_operands(
+    lhs: Any, rhs: Any, lhs_labels: str, rhs_labels: str, out_labels: str
+) -> tuple[Any, Any]:
+    """The operands of ``'<lhs>,<rhs>-><out>'`` resharded so JAX infers its output.
+
+    For a contraction linen cannot pass ``out_sharding`` to (a user's ``dot_general``
+    or ``einsum``, which need not take one): each operand dimension takes the
+    sharding :func:`contraction_out_sharding` gives its output dimension, and a
+    contracted dimension is gathered (unsharded) on both sides. The output is then
+    sharded as with linen's own contraction; the price is the gather of the
+    contracted dimensions instead of a reduction over them. Unchanged wherever JAX
+    infers the output by itself (and outside explicit axes).
+    """
+    out = contraction_out_sharding(lhs, rhs, lhs_labels, rhs_labels, out_labels)
+    if out is None:
+        return lhs, rhs
+    spec = tuple(out.spec) + (None,) * (len(out_labels) - len(out.spec))
+    entry = dict(zip(out_labels, spec, strict=True))
+    lhs = _reshard(lhs, [entry.get(c) for c in lhs_labels], out.mesh)
+    rhs = _reshard(rhs, [entry.get(c) for c in rhs_labels], out.mesh)
+    return lhs, rhs
+
+
+def inferable_dot_general_operands(lhs: Any, rhs: Any, dimension_numbers: Any) -> tuple[Any, Any]:
+    """:func:`inferable_operands` for ``lax.dot_general``'s dimension numbers."""
+    if explicit_mesh(lhs, rhs) is None:
+        return lhs, rhs
+    labels = _dot_general_labels(
+        len(jax.typeof(lhs).shape), len(jax.typeof(rhs).shape), dimension_numbers
+    )
+    return inferable_operands(lhs, rhs, *labels)
 
 
 def dense_out_sharding(inputs: Any, kernel: Any) -> NamedSharding | None:
@@ -207,3 +253,66 @@ def match_trailing(value: Any, y: Any) -> Any:
     shape = jax.typeof(value).shape
     target = tuple(None if d == 1 else t for t, d in zip(y_spec, shape, strict=True))
     return jax.sharding.reshard(value, NamedSharding(mesh, PartitionSpec(*target)))
+
+
+def reshard_spec(x: Any, entries: Sequence[Any]) -> Any:
+    """``x`` moved to ``P(*entries)`` on its own explicit mesh (unchanged outside one)."""
+    mesh = explicit_mesh(x)
+    return x if mesh is None else _reshard(x, entries, mesh)
+
+
+def match_sharding(value: Any, like: Any) -> Any:
+    """``value`` resharded to ``like``'s sharding under explicit axes (same shape)."""
+    mesh = explicit_mesh(like, value)
+    if mesh is None:
+        return value
+    return _reshard(value, spec_of(like), mesh)
+
+
+def local_conv(
+    inputs: Any,
+    kernel: Any,
+    *,
+    filter_shape: Sequence[int],
+    window_strides: Sequence[int],
+    padding: Any,
+    lhs_dilation: Sequence[int],
+    rhs_dilation: Sequence[int],
+    dimension_numbers: Any,
+    precision: Any,
+) -> Any:
+    """``lax.conv_general_dilated_local`` (channels last) for operands on explicit axes.
+
+    JAX's local convolution extracts patches with a convolution (which refuses
+    sharded input features) and contracts them with the kernel, whose output
+    positions are a batch dimension of that contraction (which must be sharded alike
+    on both sides). Here the same two steps run with shardings JAX accepts: the
+    patches are taken from the input sharded over its batch only, they take the
+    kernel's position sharding (a mesh axis the batch uses is gathered on the
+    kernel), and the contraction gets its ``out_sharding``. The kernel's feature
+    sharding is kept.
+    """
+    mesh = explicit_mesh(inputs, kernel)
+    n = len(filter_shape)
+    batch = spec_of(inputs)[0]
+    inputs = _reshard(inputs, (batch,) + (None,) * (n + 1), mesh)
+    patches = jax.lax.conv_general_dilated_patches(
+        inputs,
+        filter_shape=filter_shape,
+        window_strides=window_strides,
+        padding=padding,
+        lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation,
+        dimension_numbers=dimension_numbers,
+        precision=precision,
+    )
+    k_spec = spec_of(kernel)
+    taken = set(_axes(batch))
+    where = tuple(e if taken.isdisjoint(_axes(e)) else None for e in k_spec[:n])
+    kernel = _reshard(kernel, where + k_spec[n:], mesh)
+    patches = _reshard(patches, (batch, *where, None), mesh)
+    spatial = string.ascii_lowercase[:n]
+    lhs, rhs, out = f'N{spatial}C', f'{spatial}CF', f'N{spatial}F'
+    out_sharding = contraction_out_sharding(patches, kernel, lhs, rhs, out)
+    extra = {} if out_sharding is None else {'out_sharding': out_sharding}
+    return jnp.einsum(f'{lhs},{rhs}->{out}', patches, kernel, precision=precision, **extra)

@@ -25,6 +25,7 @@ from linen.layers._explicit import (
     contraction_out_sharding,
     dense_out_sharding,
     dot_general_out_sharding,
+    inferable_dot_general_operands,
     match_trailing,
 )
 from linen.layers.dtypes import promote_dtype
@@ -149,9 +150,11 @@ class Dense(Module):
             else:  # Explicit mesh axes sharding both sides of the contraction
                 y = jnp.matmul(inputs, kernel, precision=self.precision, out_sharding=out_sharding)
         else:
-            y = _pick_dot_general(self)(
-                inputs, kernel, (((inputs.ndim - 1,), (0,)), ((), ())), precision=self.precision
-            )
+            dimension_numbers = (((inputs.ndim - 1,), (0,)), ((), ()))
+            # A user's dot_general need not take out_sharding: under explicit mesh
+            # axes its operands are resharded so JAX can infer the output.
+            inputs, kernel = inferable_dot_general_operands(inputs, kernel, dimension_numbers)
+            y = _pick_dot_general(self)(inputs, kernel, dimension_numbers, precision=self.precision)
         return _add_bias(y, bias)
 
 
@@ -276,6 +279,8 @@ class DenseGeneral(Module):
             out_sharding = dot_general_out_sharding(inputs, kernel, dimension_numbers)
             if out_sharding is not None:
                 sharding['out_sharding'] = out_sharding
+        else:  # a user's dot_general need not take out_sharding: reshard its operands
+            inputs, kernel = inferable_dot_general_operands(inputs, kernel, dimension_numbers)
         out = _pick_dot_general(self)(
             inputs, kernel, dimension_numbers, precision=self.precision, **sharding
         )
