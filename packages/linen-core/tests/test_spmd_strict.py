@@ -10,7 +10,7 @@ import warnings
 import jax
 import jax.numpy as jnp
 import pytest
-from jax.sharding import AxisType
+from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from linen.core import config, meta, spmd
@@ -91,7 +91,15 @@ def test_two_logical_axes_on_one_mesh_axis():
         warnings.simplefilter('error')  # Flax replicates the second one silently
         with spmd.logical_axis_rules(rules):
             sh = spmd.logical_to_mesh_sharding(_specs(), _mesh())
+        # An activation (no parameter path) keeps Flax's fallback in strict mode too:
+        # FSDP puts the batch and the embedding on one mesh axis on purpose.
+        fsdp = (('batch', 'data'), ('embed', 'data'))
+        with jax.set_mesh(_mesh()), spmd.logical_axis_rules(fsdp, strict=True):
+            y = jax.jit(lambda x: spmd.with_logical_constraint(x, ('batch', 'embed')))(
+                jnp.ones((4, 4))
+            )
     assert sh['params']['Dense_0']['kernel'].spec == P('model', None)
+    assert y.sharding.is_equivalent_to(NamedSharding(_mesh(), P('data', None)), 2)
 
 
 @pytest.mark.parametrize('strict', [True, False])

@@ -18,7 +18,8 @@ spec whose rank differs from the array's, a constraint with rules but no mesh) w
 once per cause with :class:`LogicalAxisRulesWarning`; in strict mode (``strict=True``,
 config ``linen_strict_logical_rules``, env ``LINEN_STRICT_LOGICAL_RULES``) they raise
 :class:`LogicalAxisRulesError`, as do two rules for one logical name and two logical
-dimensions of one array mapped to one mesh axis (both Flax's silent fallbacks).
+dimensions of one parameter mapped to one mesh axis (both Flax's silent fallbacks;
+an activation keeps the second, which FSDP layouts rely on).
 
 Under a mesh whose axes are ``Explicit`` (``jax.make_mesh``'s default), a sharding
 constraint is an assertion in JAX; :func:`with_logical_constraint` then reshards
@@ -246,11 +247,12 @@ def _assign(names: tuple, rules: tuple, path: str | None) -> list:
                 f'in {rules}; it is replicated. Add a rule ({name!r}, mesh_axis) or '
                 f'({name!r}, None) to replicate it on purpose.',
             )
-    if strict_logical_rules():
+    if path and strict_logical_rules():
         for name, (axis, holder) in blocked.items():
             if result[names.index(name)] is _UNASSIGNED:
-                # Flax replicates the later dimension silently (activations in FSDP
-                # layouts rely on it); strict mode asks for the rules to say so.
+                # Flax replicates the later dimension silently. Activations rely on it
+                # (FSDP: the batch and the embedding both over 'data'), so only a
+                # parameter (an array with a path) is held to it in strict mode.
                 raise LogicalAxisRulesError(
                     f'Logical axes {holder!r} and {name!r}{_where(path)} (names {names}) '
                     f'are both mapped to mesh axis {axis!r}; a mesh axis shards one '
