@@ -284,3 +284,24 @@ def test_missing_mesh_axis_raises_flax_error_first_then_the_path():
     theirs, ours = errors
     assert ours.startswith(theirs.split('\n')[0]), (ours, theirs)
     assert '"params/Dense_0/kernel"' in ours and "logical axis 'mlp'" in ours
+
+
+def test_missing_mesh_axis_in_with_partitioning_raises_flax_error_first_then_the_path():
+    mesh = jax.make_mesh((2, 2), ('data', 'model'), axis_types=(AxisType.Auto,) * 2)
+
+    def error(nn):
+        class M(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                init = nn.with_partitioning(nn.initializers.ones, (None, 'tensor'))
+                return nn.Dense(4, kernel_init=init)(x)
+
+        abstract = jax.eval_shape(M().init, jax.random.key(0), jnp.ones((2, 4)))
+        with pytest.raises(ValueError) as info:
+            nn.get_sharding(abstract, mesh)
+        return str(info.value)
+
+    errors = [error(flax_nn), error(linen_nn)]
+    theirs, ours = errors
+    assert ours.startswith(theirs.split('\n')[0]), (ours, theirs)
+    assert '"params/Dense_0/kernel"' in ours and "'tensor'" in ours

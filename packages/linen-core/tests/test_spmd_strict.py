@@ -243,3 +243,22 @@ def test_constraint_without_a_mesh_names_the_axes():
     with spmd.logical_axis_rules(RULES, strict=True):
         with pytest.raises(LogicalAxisRulesError, match=r"no mesh \(names \('batch', 'embed'\)"):
             spmd.with_logical_constraint(jnp.ones((4, 4)), ('batch', 'embed'))
+
+
+def test_a_mesh_axis_missing_from_with_partitioning_names_the_path_and_the_axis():
+    from linen.core import scope as core_scope
+
+    def model(scope, x):
+        init = meta.with_partitioning(jax.nn.initializers.ones, (None, 'tensor'))
+        return x @ scope.push('Dense_0').param('kernel', init, (4, 3))
+
+    x = jnp.ones((2, 4))
+    _, variables = core_scope.init(model)(jax.random.key(0), x)
+    expected = (
+        r"^Resource axis: tensor of P\(None, 'tensor'\) is not found in mesh: "
+        r"\('data', 'model'\)\..*'tensor'.*dimension 1 of \"params/Dense_0/kernel\""
+    )
+    with pytest.raises(LogicalAxisRulesError, match=expected):
+        meta.get_sharding(variables, _mesh())
+    with jax.set_mesh(_mesh()), pytest.raises(LogicalAxisRulesError, match=expected):
+        core_scope.apply(model)(variables, x)

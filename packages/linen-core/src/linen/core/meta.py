@@ -32,7 +32,7 @@ import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from linen.core import struct
-from linen.core.errors import LinenError, PartitioningUnspecifiedError
+from linen.core.errors import LinenError, LogicalAxisRulesError, PartitioningUnspecifiedError
 
 __all__ = [
     'PARTITION_NAME',
@@ -213,6 +213,26 @@ def constrain(x: Any, spec: PartitionSpec, mesh: Mesh | None = None) -> Any:
     return jax.lax.with_sharding_constraint(x, target)
 
 
+def _check_in_mesh(names: tuple, mesh: Any) -> None:
+    """Raises, naming the variable path and the axis, for a mesh axis ``mesh`` lacks.
+
+    Flax raises JAX's ``ValueError`` (which names neither) here; its text comes first.
+    """
+    known = getattr(mesh, 'axis_names', None)
+    if known is None:
+        return
+    for i, entry in enumerate(names):
+        for axis in _mesh_axes_of(entry):
+            if axis not in known:
+                path = current_variable_path()
+                where = f' of "{path}"' if path else ''
+                raise LogicalAxisRulesError(
+                    f'Resource axis: {axis} of {PartitionSpec(*names)} is not found in mesh: '
+                    f'{tuple(known)}. Mesh axis {axis!r} is named for dimension {i}{where}. '
+                    f'Fix the names given to with_partitioning, or add {axis!r} to the mesh.'
+                )
+
+
 def _hashable_names(names) -> tuple:
     # Names are static pytree metadata, so they must hash: lists become tuples.
     return tuple(tuple(n) if isinstance(n, list) else n for n in names)
@@ -249,6 +269,7 @@ class Partitioned(AxisMetadata):
                 compiler the layout).
         """
         if apply_constraint and (self.mesh is not None or global_mesh_defined()):
+            _check_in_mesh(self.names, self.mesh if self.mesh is not None else get_global_mesh())
             return constrain(self.value, self.get_partition_spec(), self.mesh)
         return self.value
 
@@ -267,6 +288,7 @@ class Partitioned(AxisMetadata):
                 f'Partitioned value with names {self.names} has no mesh: pass one to '
                 '`get_sharding(mesh)` or to `with_partitioning(..., mesh=...)`.'
             )
+        _check_in_mesh(self.names, mesh)
         return NamedSharding(mesh, self.get_partition_spec())
 
     def add_axis(self, index: int, params: Mapping[str, Any]) -> Partitioned:
