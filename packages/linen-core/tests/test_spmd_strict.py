@@ -9,6 +9,7 @@ import warnings
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -262,3 +263,27 @@ def test_a_mesh_axis_missing_from_with_partitioning_names_the_path_and_the_axis(
         meta.get_sharding(variables, _mesh())
     with jax.set_mesh(_mesh()), pytest.raises(LogicalAxisRulesError, match=expected):
         core_scope.apply(model)(variables, x)
+
+
+def test_rules_given_to_with_logical_partitioning_are_checked_at_the_parameter():
+    from linen.core import scope as core_scope
+
+    conflicting = (('embed', 'model'), ('embed', 'data'), ('mlp', None))
+
+    def model(scope, x):
+        init = spmd.with_logical_partitioning(
+            jax.nn.initializers.ones, ('embed', 'mlp'), rules=conflicting
+        )
+        return x @ scope.push('Dense_0').param('kernel', init, (4, 3))
+
+    x = jnp.ones((2, 4))
+    _, variables = core_scope.init(model)(jax.random.key(0), x)
+    with jax.set_mesh(_mesh()), spmd.logical_axis_rules((), strict=True):
+        with pytest.raises(
+            LogicalAxisRulesError,
+            match=r"Conflicting logical axis rules for 'embed' at \"params/Dense_0/kernel\"",
+        ):
+            jax.jit(core_scope.apply(model))(variables, x)
+    with jax.set_mesh(_mesh()):  # Flax's fallback outside strict mode
+        y = jax.jit(core_scope.apply(model))(variables, x)
+    np.testing.assert_array_equal(y, np.full((2, 3), 4.0))
