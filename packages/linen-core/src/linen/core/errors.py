@@ -594,8 +594,10 @@ class LogicalAxisRulesError(LinenError, ValueError):
 
     Raised in strict mode (``logical_axis_rules(rules, strict=True)``, the flag
     ``linen_strict_logical_rules`` or ``LINEN_STRICT_LOGICAL_RULES=1``) and, as in
-    Flax, always for a logical name used twice in one array. The message names the
-    parameter path (where known) and the axis.
+    Flax, always for a logical name used twice in one array and for a mesh axis the
+    mesh lacks (Flax's message text first). Rules are checked where they are applied
+    to a parameter, so the message names the parameter path (where known) and the
+    axis.
 
     >>> with nn.logical_axis_rules([('embed', 'model')], strict=True):
     ...     nn.logical_to_mesh_axes(('embed', 'mlp'))  # 'mlp' has no rule
