@@ -327,7 +327,12 @@ class SetAttributeFrozenModuleError(LinenError, AttributeError):
 
 
 class MultipleMethodsCompactError(LinenError):
-    """More than one method of a Module class is decorated with ``@compact``."""
+    """More than one method of a Module class is decorated with ``@compact``.
+
+    Defined for ``except`` clauses carried over from Flax; like current Flax, linen
+    does not raise it: several ``@compact`` methods are allowed (a compact method
+    called from another continues its auto-naming, each outermost call starts anew).
+    """
 
     def __init__(self, cls_name: str = '', methods=()):
         names = ', '.join(methods)

@@ -206,7 +206,6 @@ class Module(_DataclassLike):
         cls.__delattr__ = Module.__delattr__  # type: ignore[method-assign]
         _wrap_methods(cls)
         _guard_descriptors(cls)
-        _check_single_compact(cls)
         cls._field_names = tuple(  # type: ignore[attr-defined]
             f.name for f in dataclasses.fields(cls) if f.init and f.name not in ('parent', 'name')
         )
@@ -770,19 +769,6 @@ def _guard_setup(setup: Callable) -> Callable:
         return setup(self)
 
     return guarded
-
-
-def _check_single_compact(cls: type) -> None:
-    compact_methods = []
-    for key in dir(cls):
-        if key.startswith('__') and key != '__call__':
-            continue
-        attr = inspect.getattr_static(cls, key, None)
-        inner = getattr(attr, 'inner_fun', attr)
-        if callable(inner) and getattr(inner, 'compact', False):
-            compact_methods.append(key)
-    if len(compact_methods) > 1:
-        raise errors.MultipleMethodsCompactError(cls.__name__, compact_methods)
 
 
 _BASE_NAMES = frozenset(k for k in Module.__dict__ if not k.startswith('__'))
