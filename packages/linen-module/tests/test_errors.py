@@ -116,7 +116,21 @@ def test_reusing_a_param_name():
             self.param('w', zeros_init, (2,))
             return self.param('w', zeros_init, (2,))
 
-    with pytest.raises(errors.NameInUseError, match=r'variable "w"'):
+    # Flax's Module text (the core's "Duplicate use of scope name" is for scopes)
+    with pytest.raises(errors.NameInUseError, match=r'^Could not create param "w" in Module Dup'):
+        Dup().init(jax.random.key(0))
+
+
+def test_reusing_a_variable_name_in_one_collection():
+    class Dup(nn.Module):
+        @nn.compact
+        def __call__(self):
+            self.variable('state', 'v', jnp.zeros, (2,))
+            return self.variable('state', 'v', jnp.zeros, (2,)).value
+
+    with pytest.raises(
+        errors.NameInUseError, match=r'^Could not create variable "v" in Module Dup'
+    ):
         Dup().init(jax.random.key(0))
 
 

@@ -25,6 +25,7 @@ __all__ = [
     'LazyInitError',
     'InvalidRngError',
     'NameInUseError',
+    'DuplicateScopeNameError',
     'AssignSubModuleError',
     'SetAttributeInModuleSetupError',
     'SetAttributeFrozenModuleError',
@@ -291,6 +292,35 @@ class NameInUseError(LinenError):
         super().__init__(
             f'Could not create {key_type} "{value}" in Module {module_name}: Name in use. '
             'Give one of them a different `name=`.'
+        )
+
+
+class DuplicateScopeNameError(NameInUseError, ValueError):
+    """The functional core claimed one name twice in a scope (``scope.push('a')`` twice).
+
+    A ``ValueError`` whose text starts as Flax's core error does (Flax's core raises
+    a plain ``ValueError`` here); Modules report their own duplicates as
+    :class:`NameInUseError` (this class is one too).
+
+    >>> from linen.core import init
+    >>> def model(scope):
+    ...     scope.push('a')
+    ...     scope.push('a')
+    >>> init(model)(jax.random.key(0))
+    Traceback (most recent call last):
+    ...
+    DuplicateScopeNameError: Duplicate use of scope name: "a" ...
+    """
+
+    def __init__(self, name: str, path: str = '', kind: str = 'child scope'):
+        self.name = name
+        self.path = path
+        LinenError.__init__(
+            self,
+            f'Duplicate use of scope name: "{name}" in scope {_flax_path(path)}, claimed again '
+            f'for a {kind}. A name is used once per scope (a variable name once per '
+            'collection): give one of them a different name, or claim an existing child '
+            'scope again with `push(name, reuse=True)`.',
         )
 
 

@@ -415,7 +415,13 @@ class Module(_DataclassLike):
             scope = self._bound_scope(f'create parameter "{name}" on unbound modules')
         if name in self._state.children and not isinstance(self._state.children[name], str):
             raise errors.NameInUseError('param', name, type(self).__name__)
-        return scope.param(name, init_fn, *init_args, unbox=unbox, **init_kwargs)
+        try:
+            return scope.param(name, init_fn, *init_args, unbox=unbox, **init_kwargs)
+        except errors.DuplicateScopeNameError as e:
+            # The core's ValueError is Flax's core text; a Module reports Flax's Module one.
+            if e.name != name:
+                raise
+            raise errors.NameInUseError('param', name, type(self).__name__) from None
 
     def variable(
         self,
@@ -430,7 +436,12 @@ class Module(_DataclassLike):
         scope = self._bound_scope(f'create variable "{col}/{name}" on unbound modules')
         if name in self._state.children and not isinstance(self._state.children[name], str):
             raise errors.NameInUseError('variable', name, type(self).__name__)
-        return scope.variable(col, name, init_fn, *init_args, unbox=unbox, **init_kwargs)
+        try:
+            return scope.variable(col, name, init_fn, *init_args, unbox=unbox, **init_kwargs)
+        except errors.DuplicateScopeNameError as e:
+            if e.name != name:
+                raise
+            raise errors.NameInUseError('variable', name, type(self).__name__) from None
 
     def has_variable(self, col: str, name: str) -> bool:
         return self._bound_scope('access variables on unbound modules').has_variable(col, name)
