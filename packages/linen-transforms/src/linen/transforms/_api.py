@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from linen.core import errors
+from linen.core import errors, meta
 from linen.module import Module
 from linen.module.dispatch import (
     call_at_boundary,
@@ -508,10 +508,19 @@ def add_metadata_axis(
     variable_axes: Mapping[Any, int] = {},
     metadata_params: Mapping[Any, Any] = {},
 ) -> Any:
-    """Boxed variables of the target gain ``variable_axes`` in their metadata."""
-    return lift(
-        'Add_metadata_axis',
-        target,
-        lambda body: _variables.add_metadata_axis(body, variable_axes, metadata_params),
-        None,
-    )
+    """Boxed variables of the target gain ``variable_axes`` in their metadata.
+
+    As in Flax, one :func:`map_variables` per collection (so the class is named
+    ``Map_variables...`` and, with no ``variable_axes``, the target is returned as is:
+    the variable tree and the rng paths are Flax's).
+    """
+    params = dict(metadata_params)
+    for col, axis in variable_axes.items():
+        target = map_variables(
+            target,
+            col,
+            trans_in_fn=functools.partial(meta.remove_axis, index=axis, params=params),
+            trans_out_fn=functools.partial(meta.add_axis, index=axis, params=params),
+            mutable=True,
+        )
+    return target

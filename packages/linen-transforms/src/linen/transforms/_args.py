@@ -59,6 +59,10 @@ def extract(args: tuple, kwargs: dict) -> tuple[tuple, dict, list]:
     Unbound Modules stay where they are (they bind inside, as in Flax).
     """
     found: list = []
+    if kwargs:
+        # Flax's lifting maps over (args, kwargs) as a pytree: keyword arguments come
+        # out in sorted order (what its warning about dropped kwargs lists).
+        kwargs = dict(sorted(kwargs.items()))
 
     def take(x):
         if _is_leaf(x) and _liftable(x):

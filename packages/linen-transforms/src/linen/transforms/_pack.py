@@ -10,7 +10,8 @@ entry per group, known before tracing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
@@ -35,7 +36,25 @@ __all__ = [
     'rng_keys',
     'ScopeTree',
     'mutated_per_scope',
+    'drop_kwargs',
 ]
+
+
+def drop_kwargs(transform_name: str, kwargs: Mapping[str, Any]) -> dict:
+    """No keyword arguments: Flax's ``vmap``, ``scan`` and ``custom_vjp`` drop them, warning.
+
+    The lifted function then runs with its defaults, as under Flax, and the
+    ``RuntimeWarning`` carries Flax's text (a warnings filter written for Flax
+    matches). Pass such values positionally (or bind them with ``functools.partial``).
+    """
+    if kwargs:
+        names = ', '.join(kwargs)
+        warnings.warn(
+            f'kwargs are not supported in {transform_name}, so "{names}" is(are) ignored',
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return {}
 
 
 def gather_variables(scope: Scope) -> dict[str, Any]:
