@@ -19,6 +19,7 @@ from linen.transforms import (
     _args,
     _autodiff,
     _control,
+    _direct,
     _jit,
     _remat,
     _scan,
@@ -436,10 +437,13 @@ def cond(
     variables: Any = True,
     rngs: Any = True,
 ):
-    """Lifted ``lax.cond``; both branches get ``(mdl, *operands)``."""
-    return _control.cond(
-        pred, _on_module(true_fun, mdl), _on_module(false_fun, mdl), _module_scope(mdl), *operands
-    )
+    """Lifted ``lax.cond``; both branches get ``(mdl, *operands)``.
+
+    Modules and Variables among the operands (and Modules in ``mdl``'s fields) are
+    lifted too, as in Flax.
+    """
+    lifted = _direct.lift_direct((true_fun, false_fun), mdl, operands)
+    return _control.cond(pred, *lifted.bodies, lifted.scopes, *lifted.operands)
 
 
 def switch(
@@ -450,10 +454,9 @@ def switch(
     variables: Any = True,
     rngs: Any = True,
 ):
-    """Lifted ``lax.switch``; each branch gets ``(mdl, *operands)``."""
-    return _control.switch(
-        index, [_on_module(b, mdl) for b in branches], _module_scope(mdl), *operands
-    )
+    """Lifted ``lax.switch``; each branch gets ``(mdl, *operands)`` (lifted as in ``cond``)."""
+    lifted = _direct.lift_direct(tuple(branches), mdl, operands)
+    return _control.switch(index, lifted.bodies, lifted.scopes, *lifted.operands)
 
 
 def while_loop(
@@ -465,12 +468,16 @@ def while_loop(
     broadcast_variables: Any = True,
     split_rngs: Mapping[Any, bool] = {},
 ):
-    """Lifted ``lax.while_loop``; ``carry_variables`` are threaded, the rest read-only."""
+    """Lifted ``lax.while_loop``; ``carry_variables`` are threaded, the rest read-only.
+
+    Modules and Variables in ``init`` (and Modules in ``mdl``'s fields) are lifted,
+    as in Flax; ``body_fn`` may not return them (``TransformedMethodReturnValueError``).
+    """
+    lifted = _direct.lift_direct((cond_fn, body_fn), mdl, (init,))
     return _control.while_loop(
-        _on_module(cond_fn, mdl),
-        _on_module(body_fn, mdl),
-        _module_scope(mdl),
-        init,
+        *lifted.bodies,
+        lifted.scopes,
+        lifted.operands[0],
         carry_variables,
         broadcast_variables,
         split_rngs,

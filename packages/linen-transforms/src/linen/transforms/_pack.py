@@ -115,9 +115,26 @@ def write_back(outer: Scope, groups: Sequence[dict[str, Any]]) -> None:
                 continue
             if not tree and scope_collection(outer, col) is None:
                 continue
-            d = writable_scope_collection(outer, col)
-            d.clear()
-            d.update(tree)
+            _replace_in_place(writable_scope_collection(outer, col), tree)
+
+
+def _replace_in_place(old: dict, new: Any) -> None:
+    """Make ``old`` hold ``new``, keeping ``old``'s nested dicts (their identity).
+
+    Child scopes cache their collection dicts: a submodule that ran before the
+    transform (or is lifted next to its parent as a Module argument) must see, and
+    write into, the dicts the binding holds after the write-back.
+    """
+    if old is new:
+        return
+    for k in [k for k in old if k not in new]:
+        del old[k]
+    for k, v in new.items():
+        current = old.get(k)
+        if type(current) is dict and type(v) is dict:
+            _replace_in_place(current, v)
+        else:
+            old[k] = v
 
 
 def rng_keys(scope: Scope) -> tuple[dict[str, Any], dict[str, Any]]:
