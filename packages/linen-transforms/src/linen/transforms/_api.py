@@ -11,6 +11,7 @@ from linen.module import Module
 from linen.module.dispatch import (
     call_at_boundary,
     call_wrapped_method,
+    ensure_setup,
     field_names,
     in_compact_method,
     wrappers_are_relative,
@@ -295,6 +296,10 @@ def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dic
         # Bound Modules and Variables among the arguments are lifted too (Flax's
         # multi-scope lifting); they leave the arguments as empty pytrees.
         check_setup(self)
+        # As in Flax (whose jit cache key reads the module's attributes), the module
+        # itself is set up before the boundary: setup runs here once per call, and
+        # once more per trace on the clone inside.
+        ensure_setup(self)
         args, kwargs, objects = _args.extract(args, kwargs)
         fields = _args.extract_fields(self, objects)
         scopes = (scope, *_args.scopes_of(objects)) if objects else scope

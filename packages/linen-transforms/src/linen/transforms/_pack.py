@@ -37,6 +37,7 @@ __all__ = [
     'ScopeTree',
     'mutated_per_scope',
     'drop_kwargs',
+    'copy_counters',
 ]
 
 
@@ -55,6 +56,20 @@ def drop_kwargs(transform_name: str, kwargs: Mapping[str, Any]) -> dict:
             stacklevel=3,
         )
     return {}
+
+
+def copy_counters(counters: Any) -> Any:
+    """A copy of rng counters (nested dicts of ints, or a tuple of them), keys kept as they are.
+
+    Not ``copy.deepcopy``: that would copy the core's child-entry marker keys into
+    new objects, so the copied counters would never compare equal again (and
+    ``nn.jit``, whose compile key holds them, would retrace).
+    """
+    if type(counters) is dict:
+        return {k: copy_counters(v) for k, v in counters.items()}
+    if type(counters) in (tuple, list):
+        return type(counters)(copy_counters(c) for c in counters)
+    return counters
 
 
 def gather_variables(scope: Scope) -> dict[str, Any]:
