@@ -23,8 +23,11 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
             'they do); retraces when fields, static args, scope structure or the '
             'profiling-label state change (not per instance: N instances of a class compile '
             'once, each keeping its own label). Modules and Variables as arguments are '
-            'lifted, as in Flax; '
-            '`setup` runs once per trace, not again on every call as in Flax.',
+            'lifted, as in Flax. `setup` runs as in Flax on apply (twice per call outside '
+            'the compiled function, once per trace); on init once more per call that draws '
+            'random numbers: the compiled function takes its rng path hashes as inputs (what '
+            'lets N instances compile once and keeps the parameters), and an abstract trace '
+            'first learns which ones it needs.',
         ),
         'remat': (
             'differs',
@@ -33,15 +36,32 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
         ),
         'checkpoint': ('differs', 'same as `remat`.'),
         'vmap': (
-            'differs',
-            'keyword arguments reach the vmapped function (Flax drops them with a '
-            '`RuntimeWarning`); Modules and Variables passed as arguments are lifted, as in Flax.',
+            'supported',
+            'Modules and Variables passed as arguments are lifted, and keyword arguments '
+            "are dropped with Flax's `RuntimeWarning`, as in Flax.",
         ),
         'scan': (
             'differs',
-            'keyword arguments reach the body (Flax drops them with a `RuntimeWarning`); '
-            'Modules passed as arguments or fields are lifted, as in Flax; a body writing a collection no scan rule covers raises `ScanCollectionError` '
-            '(Flax drops the write).',
+            'a body writing a collection no scan rule covers raises `ScanCollectionError` '
+            '(Flax drops the write). As in Flax: Modules passed as arguments or fields are '
+            "lifted; keyword arguments are dropped with Flax's `RuntimeWarning`.",
+        ),
+        **{
+            n: (
+                'supported',
+                'Modules and Variables among the operands (`while_loop`: in the carry) and in '
+                "`mdl`'s fields are lifted, as in Flax.",
+            )
+            for n in ('cond', 'switch', 'while_loop')
+        },
+        'add_metadata_axis': (
+            'supported',
+            'one `map_variables` per collection, as in Flax (class `Map_variables<Target>`).',
+        ),
+        'compact': (
+            'supported',
+            'several `@compact` methods per class are allowed, as in current Flax (which no '
+            'longer raises `MultipleMethodsCompactError`).',
         ),
         'Module': (
             'supported',
@@ -97,7 +117,9 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
         'Scope': (
             'differs',
             "Flax's constructor arguments; `path` only names the scope (variables are the "
-            "scope's own, as in Flax); `push(fn, ...)` is also `child(fn, ...)`.",
+            "scope's own, as in Flax); `push(fn, ...)` is also `child(fn, ...)`. A name "
+            "claimed twice raises Flax's `ValueError` text (class `DuplicateScopeNameError`, "
+            'a `ValueError`).',
         ),
     },
     'flax.core.lift': {
@@ -113,7 +135,11 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
         'set_from_dict': ('not supported', "internal to Flax's lifting."),
         'swap_collection': ('not supported', "internal to Flax's lifting."),
         'tree_map_rngs': ('not supported', "internal to Flax's lifting."),
-        'vmap': ('supported', 'over a scope or any pytree of scopes, as Flax.'),
+        'vmap': (
+            'supported',
+            "over a scope or any pytree of scopes; keyword arguments dropped with Flax's "
+            '`RuntimeWarning`, as Flax.',
+        ),
         **{
             n: ('supported', 'over a scope or any pytree of scopes, as Flax.')
             for n in (
@@ -146,7 +172,11 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
             )
             for n in ('checkpoint', 'remat')
         },
-        'scan': ('differs', 'a single scope only (Flax also takes a tuple of scopes).'),
+        'scan': (
+            'differs',
+            'a scope, or a tuple or list of scopes (Flax takes any pytree of scopes); '
+            "keyword arguments dropped with Flax's `RuntimeWarning`, as Flax.",
+        ),
     },
     'flax.core.scope': {
         'child_rng_token': ('not supported', "internal to Flax's rng bookkeeping."),

@@ -425,3 +425,57 @@ def test_a_dict_of_scopes_is_lifted_as_in_flax(transform):
         outs.append(core.init(model)(KEY, X))
     _same(outs[1][1], outs[0][1])
     _same(outs[1][0], outs[0][0], exact=False)
+
+
+def _scaled_dense(scope, x, scale=1.0):
+    return dense(scope, x) * scale
+
+
+def _kwargs_programs(lift):
+    return {
+        'vmap': lambda s, x: lift.vmap(
+            _scaled_dense, variable_axes={'params': 0}, split_rngs={'params': True}
+        )(s, x, scale=3.0),
+        'scan': lambda s, x: lift.scan(
+            lambda sc, c, x, scale=1.0: (c, _scaled_dense(sc, x, scale)),
+            variable_broadcast='params',
+            split_rngs={'params': False},
+        )(s, 0.0, x, scale=3.0)[1],
+        'custom_vjp': lambda s, x: lift.custom_vjp(
+            _scaled_dense,
+            lambda sc, x, scale=1.0: (_scaled_dense(sc, x, scale), ()),
+            lambda _, g: (None, g),
+        )(s, x, scale=3.0),
+        'remat': lambda s, x: lift.remat(_scaled_dense)(s, x, scale=3.0),
+        'map_variables': lambda s, x: lift.map_variables(_scaled_dense, 'params', init=True)(
+            s, x, scale=3.0
+        ),
+    }
+
+
+@pytest.mark.parametrize('transform', ['vmap', 'scan', 'custom_vjp', 'remat', 'map_variables'])
+def test_keyword_arguments_dropped_with_flax_warning(transform):
+    import warnings
+
+    results = []
+    for core, lift in (FLAX, LINEN):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            y, variables = core.init(_kwargs_programs(lift)[transform])(KEY, X)
+        results.append((y, dict(variables), [(w.category, str(w.message)) for w in caught]))
+    (y_f, v_f, w_f), (y_l, v_l, w_l) = results
+    assert w_l == w_f
+    _same(v_l, v_f)
+    _same(y_l, y_f, exact=False)
+    if transform in ('vmap', 'scan', 'custom_vjp'):
+        assert w_l == [
+            (RuntimeWarning, f'kwargs are not supported in {transform}, so "scale" is(are) ignored')
+        ]
+        kernel, bias = v_l['params']['kernel'], v_l['params']['bias']
+        if transform == 'vmap':
+            expected = jnp.einsum('bi,bio->bo', X, kernel) + bias
+        else:
+            expected = X @ kernel + bias.reshape(1, -1)
+        np.testing.assert_allclose(y_l, expected, rtol=1e-5, atol=1e-6)  # scale=1: dropped
+    else:
+        assert w_l == []

@@ -97,6 +97,10 @@ def test_key_errors_print_their_message_not_its_repr():
         (errors.PluginHookError('p', 'd', 'linen_exports', KeyError('k')), r'"p".*"d".*KeyError'),
         (errors.ApplyModuleInvalidMethodError('nope', 'M'), r"method='nope' on M"),
         (errors.MultipleMethodsCompactError('M', ['a', 'b']), r'M has several \(a, b\)'),
+        (
+            errors.DuplicateScopeNameError('w', 'a/b', 'variable'),
+            r'^Duplicate use.*"w" in scope "/a/b"',
+        ),
     ],
 )
 def test_messages_say_what_and_where(err, pattern):

@@ -46,6 +46,7 @@ CONTRACTS = {
         'active_wrappers',
         'call_at_boundary',
         'call_wrapped_method',
+        'ensure_setup',
         'field_names',
         'in_compact_method',
         'in_setup',

@@ -364,8 +364,8 @@ class Scope:
             self.reservations[name] = {col}
             return
         if col is None or col in taken or None in taken:
-            raise errors.NameInUseError(
-                'variable' if col else 'submodule', name, self.path_text or '<root>'
+            raise errors.DuplicateScopeNameError(
+                name, self.path_text, f'variable of collection "{col}"' if col else 'child scope'
             )
         taken.add(col)
 

@@ -25,6 +25,7 @@ __all__ = [
     'LazyInitError',
     'InvalidRngError',
     'NameInUseError',
+    'DuplicateScopeNameError',
     'AssignSubModuleError',
     'SetAttributeInModuleSetupError',
     'SetAttributeFrozenModuleError',
@@ -294,6 +295,35 @@ class NameInUseError(LinenError):
         )
 
 
+class DuplicateScopeNameError(NameInUseError, ValueError):
+    """The functional core claimed one name twice in a scope (``scope.push('a')`` twice).
+
+    A ``ValueError`` whose text starts as Flax's core error does (Flax's core raises
+    a plain ``ValueError`` here); Modules report their own duplicates as
+    :class:`NameInUseError` (this class is one too).
+
+    >>> from linen.core import init
+    >>> def model(scope):
+    ...     scope.push('a')
+    ...     scope.push('a')
+    >>> init(model)(jax.random.key(0))
+    Traceback (most recent call last):
+    ...
+    DuplicateScopeNameError: Duplicate use of scope name: "a" ...
+    """
+
+    def __init__(self, name: str, path: str = '', kind: str = 'child scope'):
+        self.name = name
+        self.path = path
+        LinenError.__init__(
+            self,
+            f'Duplicate use of scope name: "{name}" in scope {_flax_path(path)}, claimed again '
+            f'for a {kind}. A name is used once per scope (a variable name once per '
+            'collection): give one of them a different name, or claim an existing child '
+            'scope again with `push(name, reuse=True)`.',
+        )
+
+
 class AssignSubModuleError(LinenError, AttributeError):
     """A submodule is assigned to an attribute outside ``setup``."""
 
@@ -327,7 +357,12 @@ class SetAttributeFrozenModuleError(LinenError, AttributeError):
 
 
 class MultipleMethodsCompactError(LinenError):
-    """More than one method of a Module class is decorated with ``@compact``."""
+    """More than one method of a Module class is decorated with ``@compact``.
+
+    Defined for ``except`` clauses carried over from Flax; like current Flax, linen
+    does not raise it: several ``@compact`` methods are allowed (a compact method
+    called from another continues its auto-naming, each outermost call starts anew).
+    """
 
     def __init__(self, cls_name: str = '', methods=()):
         names = ', '.join(methods)

@@ -30,6 +30,7 @@ from linen.core.config import config
 from linen.core.lifting import Filter, binding_variables, thaw
 from linen.module import _capture
 from linen.module._decorators import compact, compact_name_scope, nowrap
+from linen.module._descriptors import guard_descriptors
 from linen.module._dispatch import _call_wrapped_method, _wrap_method
 from linen.module._repr import module_repr
 from linen.module._state import ModuleState, _stack
@@ -205,8 +206,7 @@ class Module(_DataclassLike):
         cls.__setattr__ = Module.__setattr__  # type: ignore[method-assign]
         cls.__delattr__ = Module.__delattr__  # type: ignore[method-assign]
         _wrap_methods(cls)
-        _guard_descriptors(cls)
-        _check_single_compact(cls)
+        guard_descriptors(cls)
         cls._field_names = tuple(  # type: ignore[attr-defined]
             f.name for f in dataclasses.fields(cls) if f.init and f.name not in ('parent', 'name')
         )
@@ -416,7 +416,13 @@ class Module(_DataclassLike):
             scope = self._bound_scope(f'create parameter "{name}" on unbound modules')
         if name in self._state.children and not isinstance(self._state.children[name], str):
             raise errors.NameInUseError('param', name, type(self).__name__)
-        return scope.param(name, init_fn, *init_args, unbox=unbox, **init_kwargs)
+        try:
+            return scope.param(name, init_fn, *init_args, unbox=unbox, **init_kwargs)
+        except errors.DuplicateScopeNameError as e:
+            # The core's ValueError is Flax's core text; a Module reports Flax's Module one.
+            if e.name != name:
+                raise
+            raise errors.NameInUseError('param', name, type(self).__name__) from None
 
     def variable(
         self,
@@ -431,7 +437,12 @@ class Module(_DataclassLike):
         scope = self._bound_scope(f'create variable "{col}/{name}" on unbound modules')
         if name in self._state.children and not isinstance(self._state.children[name], str):
             raise errors.NameInUseError('variable', name, type(self).__name__)
-        return scope.variable(col, name, init_fn, *init_args, unbox=unbox, **init_kwargs)
+        try:
+            return scope.variable(col, name, init_fn, *init_args, unbox=unbox, **init_kwargs)
+        except errors.DuplicateScopeNameError as e:
+            if e.name != name:
+                raise
+            raise errors.NameInUseError('variable', name, type(self).__name__) from None
 
     def has_variable(self, col: str, name: str) -> bool:
         return self._bound_scope('access variables on unbound modules').has_variable(col, name)
@@ -772,78 +783,7 @@ def _guard_setup(setup: Callable) -> Callable:
     return guarded
 
 
-def _check_single_compact(cls: type) -> None:
-    compact_methods = []
-    for key in dir(cls):
-        if key.startswith('__') and key != '__call__':
-            continue
-        attr = inspect.getattr_static(cls, key, None)
-        inner = getattr(attr, 'inner_fun', attr)
-        if callable(inner) and getattr(inner, 'compact', False):
-            compact_methods.append(key)
-    if len(compact_methods) > 1:
-        raise errors.MultipleMethodsCompactError(cls.__name__, compact_methods)
-
-
 _BASE_NAMES = frozenset(k for k in Module.__dict__ if not k.startswith('__'))
-
-
-class _GuardedDescriptor:
-    """A property (or custom descriptor) of a Module class whose getter may fail.
-
-    An ``AttributeError`` raised inside a getter would make Python fall back to
-    ``Module.__getattr__`` and report the property itself as missing; here it
-    becomes :class:`~linen.core.errors.DescriptorAttributeError` naming the
-    attribute the getter failed on, as Flax reports it.
-    """
-
-    def __init__(self, descriptor: Any, name: str):
-        self.wrapped = descriptor
-        self.name = name
-
-    def __get__(self, obj: Any, objtype: Any = None) -> Any:
-        try:
-            return self.wrapped.__get__(obj, objtype)
-        except AttributeError as exc:
-            if obj is None:
-                raise
-            raise errors.DescriptorAttributeError(type(obj).__name__, self.name, str(exc)) from exc
-
-    def __set_name__(self, owner: Any, name: str) -> None:
-        set_name = getattr(self.wrapped, '__set_name__', None)
-        if set_name is not None:
-            set_name(owner, name)
-
-    def __getattr__(self, name: str) -> Any:
-        # fget, __doc__, __isabstractmethod__, ... of the wrapped descriptor
-        return getattr(self.wrapped, name)
-
-
-class _GuardedDataDescriptor(_GuardedDescriptor):
-    def __set__(self, obj: Any, value: Any) -> None:
-        self.wrapped.__set__(obj, value)
-
-    def __delete__(self, obj: Any) -> None:
-        self.wrapped.__delete__(obj)
-
-
-def _guard_descriptors(cls: type) -> None:
-    for name, value in list(cls.__dict__.items()):
-        if name.startswith('__') or isinstance(
-            value, (types.FunctionType, staticmethod, classmethod, type, _GuardedDescriptor)
-        ):
-            continue
-        if not hasattr(type(value), '__get__') or isinstance(value, dataclasses.Field):
-            continue
-        if not isinstance(value, (property, functools.cached_property)) and (
-            type(value).__module__ == 'builtins'
-        ):
-            continue  # builtin method descriptors and the like
-        if hasattr(type(value), '__set__') or hasattr(type(value), '__delete__'):
-            guard = _GuardedDataDescriptor(value, name)
-        else:
-            guard = _GuardedDescriptor(value, name)
-        type.__setattr__(cls, name, guard)
 
 
 class _NameScope(Module):

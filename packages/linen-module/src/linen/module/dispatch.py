@@ -45,6 +45,7 @@ __all__ = [
     'active_wrappers',
     'call_at_boundary',
     'call_wrapped_method',
+    'ensure_setup',
     'field_names',
     'in_compact_method',
     'in_setup',
@@ -97,3 +98,12 @@ def setup_called(module: Any) -> bool:
     """Whether ``module``'s ``setup`` has run (False for non-Modules)."""
     state = getattr(module, '_state', None)
     return bool(getattr(state, 'setup_called', False))
+
+
+def ensure_setup(module: Any) -> None:
+    """Run ``module``'s ``setup`` now if it has not run (setup is otherwise lazy).
+
+    A lifted transform that, as Flax's does, sets up the module it is called on
+    before crossing the transform boundary (``nn.jit``) calls this.
+    """
+    module._try_setup()

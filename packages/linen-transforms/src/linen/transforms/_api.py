@@ -6,11 +6,12 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from linen.core import errors
+from linen.core import errors, meta
 from linen.module import Module
 from linen.module.dispatch import (
     call_at_boundary,
     call_wrapped_method,
+    ensure_setup,
     field_names,
     in_compact_method,
     wrappers_are_relative,
@@ -19,6 +20,7 @@ from linen.transforms import (
     _args,
     _autodiff,
     _control,
+    _direct,
     _jit,
     _remat,
     _scan,
@@ -294,6 +296,10 @@ def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dic
         # Bound Modules and Variables among the arguments are lifted too (Flax's
         # multi-scope lifting); they leave the arguments as empty pytrees.
         check_setup(self)
+        # As in Flax (whose jit cache key reads the module's attributes), the module
+        # itself is set up before the boundary: setup runs here once per call, and
+        # once more per trace on the clone inside.
+        ensure_setup(self)
         args, kwargs, objects = _args.extract(args, kwargs)
         fields = _args.extract_fields(self, objects)
         scopes = (scope, *_args.scopes_of(objects)) if objects else scope
@@ -436,10 +442,13 @@ def cond(
     variables: Any = True,
     rngs: Any = True,
 ):
-    """Lifted ``lax.cond``; both branches get ``(mdl, *operands)``."""
-    return _control.cond(
-        pred, _on_module(true_fun, mdl), _on_module(false_fun, mdl), _module_scope(mdl), *operands
-    )
+    """Lifted ``lax.cond``; both branches get ``(mdl, *operands)``.
+
+    Modules and Variables among the operands (and Modules in ``mdl``'s fields) are
+    lifted too, as in Flax.
+    """
+    lifted = _direct.lift_direct((true_fun, false_fun), mdl, operands)
+    return _control.cond(pred, *lifted.bodies, lifted.scopes, *lifted.operands)
 
 
 def switch(
@@ -450,10 +459,9 @@ def switch(
     variables: Any = True,
     rngs: Any = True,
 ):
-    """Lifted ``lax.switch``; each branch gets ``(mdl, *operands)``."""
-    return _control.switch(
-        index, [_on_module(b, mdl) for b in branches], _module_scope(mdl), *operands
-    )
+    """Lifted ``lax.switch``; each branch gets ``(mdl, *operands)`` (lifted as in ``cond``)."""
+    lifted = _direct.lift_direct(tuple(branches), mdl, operands)
+    return _control.switch(index, lifted.bodies, lifted.scopes, *lifted.operands)
 
 
 def while_loop(
@@ -465,12 +473,16 @@ def while_loop(
     broadcast_variables: Any = True,
     split_rngs: Mapping[Any, bool] = {},
 ):
-    """Lifted ``lax.while_loop``; ``carry_variables`` are threaded, the rest read-only."""
+    """Lifted ``lax.while_loop``; ``carry_variables`` are threaded, the rest read-only.
+
+    Modules and Variables in ``init`` (and Modules in ``mdl``'s fields) are lifted,
+    as in Flax; ``body_fn`` may not return them (``TransformedMethodReturnValueError``).
+    """
+    lifted = _direct.lift_direct((cond_fn, body_fn), mdl, (init,))
     return _control.while_loop(
-        _on_module(cond_fn, mdl),
-        _on_module(body_fn, mdl),
-        _module_scope(mdl),
-        init,
+        *lifted.bodies,
+        lifted.scopes,
+        lifted.operands[0],
         carry_variables,
         broadcast_variables,
         split_rngs,
@@ -508,10 +520,19 @@ def add_metadata_axis(
     variable_axes: Mapping[Any, int] = {},
     metadata_params: Mapping[Any, Any] = {},
 ) -> Any:
-    """Boxed variables of the target gain ``variable_axes`` in their metadata."""
-    return lift(
-        'Add_metadata_axis',
-        target,
-        lambda body: _variables.add_metadata_axis(body, variable_axes, metadata_params),
-        None,
-    )
+    """Boxed variables of the target gain ``variable_axes`` in their metadata.
+
+    As in Flax, one :func:`map_variables` per collection (so the class is named
+    ``Map_variables...`` and, with no ``variable_axes``, the target is returned as is:
+    the variable tree and the rng paths are Flax's).
+    """
+    params = dict(metadata_params)
+    for col, axis in variable_axes.items():
+        target = map_variables(
+            target,
+            col,
+            trans_in_fn=functools.partial(meta.remove_axis, index=axis, params=params),
+            trans_out_fn=functools.partial(meta.add_axis, index=axis, params=params),
+            mutable=True,
+        )
+    return target

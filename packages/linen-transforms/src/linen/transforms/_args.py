@@ -53,17 +53,33 @@ def _is_leaf(x: Any) -> bool:
     return isinstance(x, (Module, Variable))
 
 
+def _slot_for(obj: Any, objects: list) -> Slot:
+    """The slot of ``obj``, appended to ``objects`` unless already there.
+
+    As in Flax, one object passed twice (or as an argument and in a field) is lifted
+    once: both places get the same inner Module or Variable.
+    """
+    for i, seen in enumerate(objects):
+        if seen is obj:
+            return Slot(i)
+    objects.append(obj)
+    return Slot(len(objects) - 1)
+
+
 def extract(args: tuple, kwargs: dict) -> tuple[tuple, dict, list]:
     """``(args, kwargs, objects)``: bound Modules and Variables replaced by :class:`Slot`.
 
     Unbound Modules stay where they are (they bind inside, as in Flax).
     """
     found: list = []
+    if kwargs:
+        # Flax's lifting maps over (args, kwargs) as a pytree: keyword arguments come
+        # out in sorted order (what its warning about dropped kwargs lists).
+        kwargs = dict(sorted(kwargs.items()))
 
     def take(x):
         if _is_leaf(x) and _liftable(x):
-            found.append(x)
-            return Slot(len(found) - 1)
+            return _slot_for(x, found)
         return x
 
     # Fast path: most calls pass arrays only.
@@ -75,26 +91,27 @@ def extract(args: tuple, kwargs: dict) -> tuple[tuple, dict, list]:
 
 
 def extract_fields(module: Any, objects: list) -> dict:
-    """Bound Modules held in ``module``'s fields, replaced by slots (appended to ``objects``).
+    """Bound Modules and Variables held in ``module``'s fields, replaced by slots.
 
     As in Flax, a module given to a transformed class as a field
-    (``nn.vmap(Block, ...)(dense)``) has its variables lifted too. Submodules the
-    module adopted itself (its own children) are lifted with it already.
+    (``nn.vmap(Block, ...)(dense)``) has its variables lifted too, and so has a
+    Variable field. Submodules the module adopted itself (its own children) are
+    lifted with it already. The objects are appended to ``objects``.
     """
     updates = {}
     for name in field_names(type(module)):
         value = module.__dict__.get(name)
-        if not isinstance(value, (Module, list, tuple, dict)):
+        if not isinstance(value, (Module, Variable, list, tuple, dict)):
             continue
 
         def take(x):
-            if isinstance(x, Module) and x.scope is not None and x.parent is not module:
-                objects.append(x)
-                return Slot(len(objects) - 1)
+            if isinstance(x, Variable) or (
+                isinstance(x, Module) and x.scope is not None and x.parent is not module
+            ):
+                return _slot_for(x, objects)
             return x
 
-        is_module = lambda x: isinstance(x, Module)
-        new = jax.tree_util.tree_map(take, value, is_leaf=is_module)
+        new = jax.tree_util.tree_map(take, value, is_leaf=_is_leaf)
         if any(isinstance(leaf, Slot) for leaf in _slots(new)):
             updates[name] = new
     return updates

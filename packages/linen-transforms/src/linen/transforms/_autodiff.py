@@ -149,7 +149,8 @@ def custom_vjp(
     scope tree). While ``grad_vars`` are being created (init) ``fn`` runs as is.
     """
 
-    def wrapper(scope, *args):
+    def wrapper(scope, *args, **kwargs):
+        _pack.drop_kwargs('custom_vjp', kwargs)
         state = _pack.ScopeTree(scope)
         diff_vars, other_vars = _split(state, grad_vars)
         if any(

@@ -16,7 +16,6 @@ the counters, as without ``jit``). Variables and keys are traced arguments.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -71,7 +70,7 @@ def jit(
 
     def run(static: _Key, variables, keys, *args, **kwargs):
         p = static.payload
-        counters = copy.deepcopy(p['counters'])
+        counters = _pack.copy_counters(p['counters'])
         inner = [
             detached_scope(
                 name=name,
@@ -126,7 +125,7 @@ def jit(
         if after is not None:
             for scope, counts in zip(scopes, after):
                 scope.rng_counters.clear()
-                scope.rng_counters.update(copy.deepcopy(counts))
+                scope.rng_counters.update(_pack.copy_counters(counts))
         state.write_back([(m,) for m in mutated])
         return y
 

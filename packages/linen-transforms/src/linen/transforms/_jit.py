@@ -20,7 +20,6 @@ call continues counting as the un-jitted code would.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -151,7 +150,7 @@ def jit(
 
     def run(static: _Static, variables, keys, hashes, dynamic, dyn_kwargs):
         p = static.payload
-        counters = copy.deepcopy(p['counters'])
+        counters = _pack.copy_counters(p['counters'])
         table = _HashTable(p['index'], hashes)
         inner = tuple(
             detached_scope(
@@ -246,6 +245,9 @@ def jit(
             base = (id(payload),)
         seen = needed.get(base)
         try:
+            if seen is None and any(s.flags.get('initializing') for s in scopes):
+                # Init draws random numbers: learn which at once (no aborted trace).
+                raise _HashesNeeded
             # First call: assume the function draws no random numbers (apply
             # usually doesn't), so a single trace suffices.
             y, mutated, static = _call(
@@ -270,7 +272,7 @@ def jit(
         if after is not None:
             for c, a in zip(counters, after):
                 c.clear()
-                c.update(copy.deepcopy(a))
+                c.update(_pack.copy_counters(a))
         for s, m in zip(scopes, mutated):
             _pack.write_back(s, (m,))
         return y

@@ -10,7 +10,8 @@ entry per group, known before tracing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
@@ -35,7 +36,40 @@ __all__ = [
     'rng_keys',
     'ScopeTree',
     'mutated_per_scope',
+    'drop_kwargs',
+    'copy_counters',
 ]
+
+
+def drop_kwargs(transform_name: str, kwargs: Mapping[str, Any]) -> dict:
+    """No keyword arguments: Flax's ``vmap``, ``scan`` and ``custom_vjp`` drop them, warning.
+
+    The lifted function then runs with its defaults, as under Flax, and the
+    ``RuntimeWarning`` carries Flax's text (a warnings filter written for Flax
+    matches). Pass such values positionally (or bind them with ``functools.partial``).
+    """
+    if kwargs:
+        names = ', '.join(kwargs)
+        warnings.warn(
+            f'kwargs are not supported in {transform_name}, so "{names}" is(are) ignored',
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return {}
+
+
+def copy_counters(counters: Any) -> Any:
+    """A copy of rng counters (nested dicts of ints, or a tuple of them), keys kept as they are.
+
+    Not ``copy.deepcopy``: that would copy the core's child-entry marker keys into
+    new objects, so the copied counters would never compare equal again (and
+    ``nn.jit``, whose compile key holds them, would retrace).
+    """
+    if type(counters) is dict:
+        return {k: copy_counters(v) for k, v in counters.items()}
+    if type(counters) in (tuple, list):
+        return type(counters)(copy_counters(c) for c in counters)
+    return counters
 
 
 def gather_variables(scope: Scope) -> dict[str, Any]:
@@ -96,9 +130,26 @@ def write_back(outer: Scope, groups: Sequence[dict[str, Any]]) -> None:
                 continue
             if not tree and scope_collection(outer, col) is None:
                 continue
-            d = writable_scope_collection(outer, col)
-            d.clear()
-            d.update(tree)
+            _replace_in_place(writable_scope_collection(outer, col), tree)
+
+
+def _replace_in_place(old: dict, new: Any) -> None:
+    """Make ``old`` hold ``new``, keeping ``old``'s nested dicts (their identity).
+
+    Child scopes cache their collection dicts: a submodule that ran before the
+    transform (or is lifted next to its parent as a Module argument) must see, and
+    write into, the dicts the binding holds after the write-back.
+    """
+    if old is new:
+        return
+    for k in [k for k in old if k not in new]:
+        del old[k]
+    for k, v in new.items():
+        current = old.get(k)
+        if type(current) is dict and type(v) is dict:
+            _replace_in_place(current, v)
+        else:
+            old[k] = v
 
 
 def rng_keys(scope: Scope) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -94,6 +94,7 @@ def scan(
     metadata_params = dict(metadata_params or {})
 
     def wrapper(scope_or_scopes, carry, *xs, **kwargs):
+        kwargs = _pack.drop_kwargs('scan', kwargs)
         # A tuple (or list) of scopes is lifted together (Module arguments and fields,
         # as in Flax); each follows the same collection rules.
         multi = isinstance(scope_or_scopes, (tuple, list))

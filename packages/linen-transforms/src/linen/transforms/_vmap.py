@@ -55,6 +55,7 @@ def vmap(
         in_axes = tuple(in_axes)
 
     def wrapper(scope_or_scopes, *args, **kwargs):
+        kwargs = _pack.drop_kwargs('vmap', kwargs)
         # Flax's multi-scope form: a pytree of scopes (tuple, list, dict) is lifted
         # together and ``fn`` receives the inner scopes in the same structure.
         tree = _pack.ScopeTree(scope_or_scopes)
