@@ -156,8 +156,10 @@ _ARRAY = re.compile(r'\b(pred|token|[subfc]\d+(?:e\d+m\d+\w*)?|bf16)\[([\d,]*)\]
 _DTYPE_BITS = {'pred': 8, 'token': 0, 'bf16': 16}
 _DIMS = re.compile(r'(lhs_contracting_dims|rhs_contracting_dims|dimensions)=\{([\d,]*)\}')
 _WINDOW_SIZE = re.compile(r'window=\{[^}]*size=([\dx]+)')
+_WINDOW = re.compile(r'window=\{([^}]*)\}')
 _DIM_LABELS = re.compile(r'dim_labels=([\w?]+)_([\w?]+)->([\w?]+)')
-_GROUPS = re.compile(r'feature_group_count=(\d+)')
+_FEATURE_GROUPS = re.compile(r'feature_group_count=(\d+)')
+_BATCH_GROUPS = re.compile(r'batch_group_count=(\d+)')
 
 
 @dataclass(frozen=True)
@@ -261,15 +263,7 @@ def _arithmetic(
         contracted = math.prod(lhs[d] for d in _dims(instruction, 'lhs_contracting_dims'))
         return 2.0 * out * contracted, 0.0
     if opcode == 'convolution':
-        window = _WINDOW_SIZE.search(instruction.attributes)
-        taps = math.prod(int(s) for s in window.group(1).split('x')) if window else 1
-        labels = _DIM_LABELS.search(instruction.attributes)
-        kernel = _dims_of(_operand_shape(computation, instruction, 1))
-        if labels is None or 'i' not in labels.group(2):
-            return None
-        in_features = kernel[labels.group(2).index('i')]
-        # An upper bound with padding: XLA skips taps that fall on padding.
-        return 2.0 * out * taps * in_features, 0.0
+        return _convolution_flops(computation, instruction)
     if opcode in ('reduce', 'all-reduce', 'all-reduce-start', 'reduce-scatter'):
         half = max(len(instruction.operands) // 2, 1) if opcode == 'reduce' else 1
         inputs = sum(
@@ -285,6 +279,74 @@ def _arithmetic(
         flops, transcendentals = _reducer_flops(module, instruction)
         return out * taps * max(flops, 1.0), out * taps * transcendentals
     return None
+
+
+def _window(instruction: HloInstruction, spatial: int) -> list[dict[str, tuple[int, ...]]]:
+    """Per spatial dimension: ``size``, ``stride``, ``pad`` (low, high), the two dilations."""
+    fields: dict[str, list[tuple[int, ...]]] = {}
+    match = _WINDOW.search(instruction.attributes)
+    for item in match.group(1).split() if match else ():
+        key, _, value = item.partition('=')
+        per_dim = [tuple(int(v) for v in part.split('_')) for part in value.split('x')]
+        fields[key] = per_dim
+    default = {'size': (1,), 'stride': (1,), 'pad': (0, 0), 'lhs_dilate': (1,), 'rhs_dilate': (1,)}
+    return [
+        {key: fields.get(key, [value] * spatial)[dim] for key, value in default.items()}
+        for dim in range(spatial)
+    ]
+
+
+def _valid_positions(size: int, kernel: int, out: int, window: dict) -> int:
+    """(output position, kernel tap) pairs of one spatial dimension that read an input element.
+
+    A tap that falls on padding, or between the elements of a dilated input,
+    multiplies nothing: XLA's cost analysis does not count it, nor do we.
+    """
+    (stride,), (pad_low, _) = window['stride'], window['pad']
+    (base_dilation,), (window_dilation,) = window['lhs_dilate'], window['rhs_dilate']
+    count = 0
+    for tap in range(kernel):
+        for position in range(out):
+            dilated = position * stride - pad_low + tap * window_dilation
+            if dilated % base_dilation == 0 and 0 <= dilated // base_dilation < size:
+                count += 1
+    return count
+
+
+def _convolution_flops(
+    computation: HloComputation, instruction: HloInstruction
+) -> tuple[float, float] | None:
+    """Two FLOPs per multiply-add of a ``convolution``, counting only taps on the input."""
+    labels = _DIM_LABELS.search(instruction.attributes)
+    if labels is None:
+        return None
+    lhs_labels, rhs_labels, out_labels = labels.groups()
+    lhs = _dims_of(_operand_shape(computation, instruction, 0))
+    rhs = _dims_of(_operand_shape(computation, instruction, 1))
+    out = _dims_of(instruction.shape)
+    if not (len(lhs) == len(lhs_labels) and len(rhs) == len(rhs_labels)):
+        return None
+    if len(out) != len(out_labels) or not {'b', 'f'} <= set(lhs_labels) or 'f' not in out_labels:
+        return None
+    spatial = len(lhs_labels) - 2
+    windows = _window(instruction, spatial)
+    positions = 1
+    for dim, window in enumerate(windows):
+        axis = str(dim)
+        positions *= _valid_positions(
+            lhs[lhs_labels.index(axis)],
+            rhs[rhs_labels.index(axis)],
+            out[out_labels.index(axis)],
+            window,
+        )
+    feature_groups = _FEATURE_GROUPS.search(instruction.attributes)
+    batch_groups = _BATCH_GROUPS.search(instruction.attributes)
+    in_features = lhs[lhs_labels.index('f')] // (
+        int(feature_groups.group(1)) if feature_groups else 1
+    )
+    batch = lhs[lhs_labels.index('b')] // (int(batch_groups.group(1)) if batch_groups else 1)
+    out_features = out[out_labels.index('f')]
+    return 2.0 * batch * in_features * out_features * positions, 0.0
 
 
 def _io_bytes(computation: HloComputation, instruction: HloInstruction) -> float:

@@ -149,7 +149,7 @@ _PHASES = ('forward', 'backward', 'recompute')
 
 def costs_from_hlo_text(hlo_text: str, xla_totals: dict[str, float] | None = None) -> ModuleCosts:
     """:class:`ModuleCosts` of an optimized HLO module given as text."""
-    module = parse_hlo_module(hlo_text)
+    module = parse_hlo_module(hlo_text, inherit=True)
     instructions = tuple(instruction_costs(module))
     own: dict[str, list[float]] = {}
     counts: dict[str, int] = {}

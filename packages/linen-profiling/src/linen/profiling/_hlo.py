@@ -18,6 +18,7 @@ __all__ = [
     'HloComputation',
     'HloInstruction',
     'HloModuleText',
+    'inherit_labels',
     'module_path_from_op_name',
     'parse_hlo_module',
     'strip_metadata',
@@ -64,6 +65,9 @@ class HloInstruction:
     called: tuple[str, ...]
     is_root: bool
     line: str
+    # The instruction whose ``op_name`` this one took, when it had none of its
+    # own (see :func:`inherit_labels`); ``''`` for an instruction's own label.
+    label_from: str = ''
 
     @property
     def trip_count(self) -> int | None:
@@ -146,8 +150,12 @@ def _parse_instruction(line: str) -> HloInstruction | None:
     )
 
 
-def parse_hlo_module(text: str) -> HloModuleText:
-    """Parse the HLO text of one module (``compiled.as_text()``, ``HloModule.to_string()``)."""
+def parse_hlo_module(text: str, *, inherit: bool = False) -> HloModuleText:
+    """Parse the HLO text of one module (``compiled.as_text()``, ``HloModule.to_string()``).
+
+    With ``inherit=True``, instructions that lost their label in optimization
+    take one from their neighbours (:func:`inherit_labels`).
+    """
     module_name = ''
     computations: dict[str, HloComputation] = {}
     entry = ''
@@ -173,7 +181,87 @@ def parse_hlo_module(text: str) -> HloModuleText:
         instruction = _parse_instruction(line)
         if instruction is not None:
             current.instructions[instruction.name] = instruction
-    return HloModuleText(name=module_name, computations=computations, entry=entry)
+    module = HloModuleText(name=module_name, computations=computations, entry=entry)
+    if inherit:
+        inherit_labels(module)
+    return module
+
+
+# No label to give or take: arguments (their op_name is the argument's name)
+# and the plumbing of tuples.
+_NOT_LABELLED = frozenset({'parameter', 'tuple', 'get-tuple-element', 'constant'})
+
+
+def inherit_labels(module: HloModuleText) -> None:
+    """Give each unlabelled instruction outside fusions the label of its nearest labelled neighbour.
+
+    XLA's rewrites drop metadata: on CPU the convolution of a kernel gradient
+    is replaced by a new ``convolution`` without ``op_name`` (the old label
+    stays on a ``bitcast`` or transpose fusion of its result), and the layout
+    copies and transposes it adds around it carry none either. Left alone,
+    that work belongs to no module. So an unlabelled instruction takes the
+    label of the first labelled instruction among its users, searched
+    breadth-first through unlabelled users (the work was done for them), else
+    among its operands (a copy of a result is part of producing it). Fused
+    computations are left alone: an unlabelled instruction in a fusion falls
+    back to the fusion's label already.
+    """
+    fused = {
+        name
+        for computation in module.computations.values()
+        for instruction in computation.instructions.values()
+        if instruction.opcode == 'fusion'
+        for name in instruction.called
+    }
+    for computation in module.computations.values():
+        if computation.name in fused:
+            continue
+        instructions = computation.instructions
+        users: dict[str, list[str]] = {name: [] for name in instructions}
+        for instruction in instructions.values():
+            for operand in dict.fromkeys(instruction.operands):
+                if operand in users:
+                    users[operand].append(instruction.name)
+        missing = [
+            instruction
+            for instruction in instructions.values()
+            if not instruction.op_name and instruction.opcode not in _NOT_LABELLED
+        ]
+        found = {}
+        for instruction in missing:
+            source = _nearest_labelled(instruction.name, instructions, users) or _nearest_labelled(
+                instruction.name,
+                instructions,
+                {n: list(i.operands) for n, i in instructions.items()},
+            )
+            if source is not None:
+                found[instruction.name] = source
+        # Assigned after the search, so that no label spreads from one inherited label.
+        for name, source in found.items():
+            instructions[name].op_name = instructions[source].op_name
+            instructions[name].label_from = source
+
+
+def _nearest_labelled(
+    start: str, instructions: dict[str, HloInstruction], edges: dict[str, list[str]]
+) -> str | None:
+    """Breadth-first along ``edges`` from ``start``: the first instruction with a label."""
+    frontier, seen = [start], {start}
+    while frontier:
+        following = []
+        for name in frontier:
+            for neighbour in edges.get(name, ()):
+                instruction = instructions.get(neighbour)
+                if neighbour in seen or instruction is None:
+                    continue
+                seen.add(neighbour)
+                if instruction.opcode in ('parameter',):
+                    continue
+                if instruction.op_name:
+                    return neighbour
+                following.append(neighbour)
+        frontier = following
+    return None
 
 
 def _unwrap(component: str) -> str:

@@ -43,7 +43,7 @@ def perfetto_trace(times, path: str | os.PathLike) -> str:
         )
     with open(times.xplane_path, 'rb') as handle:
         planes = read_xspace(handle.read())
-    module = parse_hlo_module(times.hlo_text)
+    module = parse_hlo_module(times.hlo_text, inherit=True)
     tracks: dict[str, int] = {}
     events = []
     seen_programs = []

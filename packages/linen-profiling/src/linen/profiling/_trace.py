@@ -191,7 +191,7 @@ def times_from_xspace(
     missing = _missing(planes, events)
     if missing is not None:
         raise ProfileTraceUnreadableError(xplane_path, missing)
-    module = parse_hlo_module(hlo_text)
+    module = parse_hlo_module(hlo_text, inherit=True)
     unmatched: dict[str, None] = {}
     own: dict[str, list[float]] = {}
     counts: dict[str, int] = {}
