@@ -189,3 +189,57 @@ def test_attention_block_forward_backward_per_module(input_grad):
     # The block's own work is the softmax: a few elementwise FLOPs per attention
     # weight, forward and backward; no matmul is left in it.
     assert 0 < block.flops <= 16 * B * HEADS * L * L
+
+
+def test_first_conv_of_an_optax_train_step_keeps_its_kernel_gradient():
+    # The demo's shape of model: remat'd Conv (SAME) + BatchNorm + relu blocks,
+    # trained with Adam in one jitted step. XLA rebuilds the first block's
+    # kernel-gradient convolution without a label and fuses the bitcast that
+    # kept it into Adam's update: the label comes from the unoptimized program.
+    optax = pytest.importorskip('optax')
+
+    class Block(nn.Module):
+        features: int
+
+        @nn.compact
+        def __call__(self, x):
+            x = nn.Conv(self.features, (KH, KW), use_bias=False)(x)
+            return nn.relu(nn.BatchNorm(use_running_average=False)(x))
+
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.remat(Block)(C_OUT)(x)
+            x = nn.remat(Block)(2 * C_OUT)(x)
+            return nn.Dense(D, name='head')(x.reshape((x.shape[0], -1)))
+
+    model, x = Net(), jnp.ones((N, H, W, 1))
+    variables = model.init(jax.random.key(0), x)
+    tx = optax.adam(1e-3)
+
+    def step(params, stats, opt_state, x):
+        def loss(params):
+            y, updates = model.apply(
+                {'params': params, 'batch_stats': stats}, x, mutable=['batch_stats']
+            )
+            return (y**2).mean(), updates
+
+        grads, _ = jax.grad(loss, has_aux=True)(params)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state
+
+    params = variables['params']
+    costs = module_costs(step, params, variables['batch_stats'], tx.init(params), x)
+    taps = _valid_taps(H, KH, 1, 1) * _valid_taps(W, KW, 1, 1)
+    for path, c_in, c_out, backward in (
+        ('Net/CheckpointBlock_0/Conv_0', 1, C_OUT, 1),  # x is data: kernel gradient only
+        ('Net/CheckpointBlock_1/Conv_0', C_OUT, 2 * C_OUT, 2),
+    ):
+        forward = 2 * N * c_out * c_in * taps
+        row = costs[path]
+        assert row.forward_flops == forward, path
+        assert row.backward_flops == backward * forward, path
+        # Recomputed, or (jaxlib 0.10's XLA) merged with the forward convolution.
+        assert row.recompute_flops in (0, forward), path
+        if jax.__version_info__ >= (0, 12):
+            assert row.recompute_flops == forward, path

@@ -26,7 +26,14 @@ from dataclasses import dataclass
 
 from linen.profiling._hlo import HloComputation, HloInstruction, HloModuleText
 
-__all__ = ['InstructionCost', 'instruction_costs', 'label_shares', 'shape_bytes']
+__all__ = [
+    'InstructionCost',
+    'instruction_costs',
+    'instruction_flops',
+    'label_shares',
+    'shape_bytes',
+    'shape_elements',
+]
 
 # Opcodes whose cost is that of the computations they run, which we descend into.
 _CONTROL_FLOW = frozenset({'while', 'conditional', 'call', 'async-start'})
@@ -155,7 +162,6 @@ _MOVES = frozenset(
 _ARRAY = re.compile(r'\b(pred|token|[subfc]\d+(?:e\d+m\d+\w*)?|bf16)\[([\d,]*)\]')
 _DTYPE_BITS = {'pred': 8, 'token': 0, 'bf16': 16}
 _DIMS = re.compile(r'(lhs_contracting_dims|rhs_contracting_dims|dimensions)=\{([\d,]*)\}')
-_WINDOW_SIZE = re.compile(r'window=\{[^}]*size=([\dx]+)')
 _WINDOW = re.compile(r'window=\{([^}]*)\}')
 _DIM_LABELS = re.compile(r'dim_labels=([\w?]+)_([\w?]+)->([\w?]+)')
 _FEATURE_GROUPS = re.compile(r'feature_group_count=(\d+)')
@@ -274,11 +280,48 @@ def _arithmetic(
         flops, transcendentals = _reducer_flops(module, instruction)
         return folds * max(flops, 1.0) * 1.0, folds * transcendentals
     if opcode == 'reduce-window':
-        window = _WINDOW_SIZE.search(instruction.attributes)
-        taps = math.prod(int(s) for s in window.group(1).split('x')) if window else 1
-        flops, transcendentals = _reducer_flops(module, instruction)
-        return out * taps * max(flops, 1.0), out * taps * transcendentals
+        return _reduce_window_flops(module, computation, instruction)
     return None
+
+
+def instruction_flops(
+    module: HloModuleText, computation: HloComputation, instruction: HloInstruction
+) -> float:
+    """FLOPs of one execution of ``instruction`` (0 when it cannot be costed)."""
+    try:
+        arithmetic = _arithmetic(module, computation, instruction)
+    except LookupError:
+        return 0.0
+    return arithmetic[0] if arithmetic is not None else 0.0
+
+
+def _reduce_window_flops(
+    module: HloModuleText, computation: HloComputation, instruction: HloInstruction
+) -> tuple[float, float]:
+    """The reducer runs ``taps - 1`` times per output element (of the first output).
+
+    A variadic reduce-window (max pooling's gradient: values and indices) has a
+    tuple of outputs; the reducer, which handles all of them, runs once per
+    element of one. A window that spans a whole padded dimension (a cumulative
+    sum) is counted as XLA counts it: one reduction of the dimension, then one
+    step per output element.
+    """
+    window = _window(instruction, len(_dims_of(_operand_shape(computation, instruction, 0))))
+    taps = math.prod(dim['size'][0] for dim in window)
+    dims = _dims_of(instruction.shape)
+    out = math.prod(dims)
+    reductions = (taps - 1) * out
+    reduced = [i for i, dim in enumerate(window) if dim['size'][0] != 1]
+    padded = [i for i, dim in enumerate(window) if dim['pad'] != (0, 0)]
+    if len(reduced) == 1 and reduced == padded and not instruction.shape.startswith('('):
+        dim = window[reduced[0]]
+        low, high = dim['pad']
+        size = dim['size'][0]
+        span = dims[reduced[0]]
+        if low == high and size == 2 * low + 1 and low == span - 1:
+            reductions = out // span + span - 1
+    flops, transcendentals = _reducer_flops(module, instruction)
+    return reductions * max(flops, 1.0), reductions * transcendentals
 
 
 def _window(instruction: HloInstruction, spatial: int) -> list[dict[str, tuple[int, ...]]]:

@@ -7,9 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from linen.profiling._compile import compile_for_report
+from linen.profiling._compile import compile_with_lowering, unoptimized_hlo_text
 from linen.profiling._cost_model import InstructionCost, instruction_costs
 from linen.profiling._hlo import module_path_from_op_name, parse_hlo_module
+from linen.profiling._lost_labels import recover_labels
 from linen.profiling._report import (
     display_path,
     format_table,
@@ -116,11 +117,6 @@ class ModuleCosts:
         )
 
 
-def _compile(fn: Callable, args: tuple, kwargs: dict) -> Any:
-
-    return compile_for_report(fn, args, kwargs)
-
-
 def phase_of_op_name(op_name: str) -> str:
     """``'forward'``, ``'backward'`` or ``'recompute'``: the pass an op belongs to.
 
@@ -147,9 +143,17 @@ def phase_of_op_name(op_name: str) -> str:
 _PHASES = ('forward', 'backward', 'recompute')
 
 
-def costs_from_hlo_text(hlo_text: str, xla_totals: dict[str, float] | None = None) -> ModuleCosts:
-    """:class:`ModuleCosts` of an optimized HLO module given as text."""
-    module = parse_hlo_module(hlo_text, inherit=True)
+def costs_from_hlo_text(
+    hlo_text: str, xla_totals: dict[str, float] | None = None, lowered_text: str = ''
+) -> ModuleCosts:
+    """:class:`ModuleCosts` of an optimized HLO module given as text.
+
+    ``lowered_text``, the program's HLO before optimization, gives back the
+    labels of the matmuls XLA rebuilt without one (``_lost_labels``).
+    """
+    module = recover_labels(
+        parse_hlo_module(hlo_text), parse_hlo_module(lowered_text) if lowered_text else None
+    )
     instructions = tuple(instruction_costs(module))
     own: dict[str, list[float]] = {}
     counts: dict[str, int] = {}
@@ -233,8 +237,8 @@ def module_costs(fn: Callable, *args: Any, **kwargs: Any) -> ModuleCosts:
     >>> module_costs(f, jnp.ones((4, 8)), jnp.ones((8, 2)))['Dense_0'].flops
     128.0
     """
-    compiled = _compile(fn, args, kwargs)
+    lowered, compiled = compile_with_lowering(fn, args, kwargs)
     totals = compiled.cost_analysis() or {}
     if isinstance(totals, list):  # one entry per device program in older JAX
         totals = totals[0] if totals else {}
-    return costs_from_hlo_text(compiled.as_text(), totals)
+    return costs_from_hlo_text(compiled.as_text(), totals, unoptimized_hlo_text(lowered))

@@ -18,13 +18,13 @@ __all__ = [
     'HloComputation',
     'HloInstruction',
     'HloModuleText',
-    'inherit_labels',
     'module_path_from_op_name',
     'parse_hlo_module',
     'strip_metadata',
 ]
 
-_HEADER = re.compile(r'^(ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->\s*.*\{\s*$')
+# With a signature (optimized HLO) or without (``Lowered.as_text(dialect='hlo')``).
+_HEADER = re.compile(r'^(ENTRY\s+)?%?([\w.\-]+)\s*(?:\(.*\)\s*->\s*.*)?\{\s*$')
 _INSTRUCTION = re.compile(r'^\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*)$')
 _OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
 _CALLED = re.compile(
@@ -65,8 +65,8 @@ class HloInstruction:
     called: tuple[str, ...]
     is_root: bool
     line: str
-    # The instruction whose ``op_name`` this one took, when it had none of its
-    # own (see :func:`inherit_labels`); ``''`` for an instruction's own label.
+    # Where this instruction's ``op_name`` came from when XLA left it none
+    # (``linen.profiling._lost_labels``); ``''`` for its own label.
     label_from: str = ''
 
     @property
@@ -141,7 +141,7 @@ def _parse_instruction(line: str) -> HloInstruction | None:
         name=name,
         shape=shape,
         opcode=opcode,
-        operands=tuple(_OPERAND.findall(operand_text)),
+        operands=_operands(operand_text),
         attributes=attributes,
         op_name=op_name_match.group(1) if op_name_match else '',
         called=tuple(called),
@@ -150,12 +150,17 @@ def _parse_instruction(line: str) -> HloInstruction | None:
     )
 
 
-def parse_hlo_module(text: str, *, inherit: bool = False) -> HloModuleText:
-    """Parse the HLO text of one module (``compiled.as_text()``, ``HloModule.to_string()``).
+def _operands(text: str) -> tuple[str, ...]:
+    if '%' in text:
+        return tuple(_OPERAND.findall(text))
+    # Unoptimized HLO text names operands without '%': 'x.1, k.1'.
+    text = re.sub(r'/\*.*?\*/', '', text)
+    names = (part.split()[-1] for part in text.split(',') if part.strip())
+    return tuple(name for name in names if name[0].isalpha() or name[0] == '_')
 
-    With ``inherit=True``, instructions that lost their label in optimization
-    take one from their neighbours (:func:`inherit_labels`).
-    """
+
+def parse_hlo_module(text: str) -> HloModuleText:
+    """Parse the HLO text of one module (``compiled.as_text()``, ``HloModule.to_string()``)."""
     module_name = ''
     computations: dict[str, HloComputation] = {}
     entry = ''
@@ -181,87 +186,7 @@ def parse_hlo_module(text: str, *, inherit: bool = False) -> HloModuleText:
         instruction = _parse_instruction(line)
         if instruction is not None:
             current.instructions[instruction.name] = instruction
-    module = HloModuleText(name=module_name, computations=computations, entry=entry)
-    if inherit:
-        inherit_labels(module)
-    return module
-
-
-# No label to give or take: arguments (their op_name is the argument's name)
-# and the plumbing of tuples.
-_NOT_LABELLED = frozenset({'parameter', 'tuple', 'get-tuple-element', 'constant'})
-
-
-def inherit_labels(module: HloModuleText) -> None:
-    """Give each unlabelled instruction outside fusions the label of its nearest labelled neighbour.
-
-    XLA's rewrites drop metadata: on CPU the convolution of a kernel gradient
-    is replaced by a new ``convolution`` without ``op_name`` (the old label
-    stays on a ``bitcast`` or transpose fusion of its result), and the layout
-    copies and transposes it adds around it carry none either. Left alone,
-    that work belongs to no module. So an unlabelled instruction takes the
-    label of the first labelled instruction among its users, searched
-    breadth-first through unlabelled users (the work was done for them), else
-    among its operands (a copy of a result is part of producing it). Fused
-    computations are left alone: an unlabelled instruction in a fusion falls
-    back to the fusion's label already.
-    """
-    fused = {
-        name
-        for computation in module.computations.values()
-        for instruction in computation.instructions.values()
-        if instruction.opcode == 'fusion'
-        for name in instruction.called
-    }
-    for computation in module.computations.values():
-        if computation.name in fused:
-            continue
-        instructions = computation.instructions
-        users: dict[str, list[str]] = {name: [] for name in instructions}
-        for instruction in instructions.values():
-            for operand in dict.fromkeys(instruction.operands):
-                if operand in users:
-                    users[operand].append(instruction.name)
-        missing = [
-            instruction
-            for instruction in instructions.values()
-            if not instruction.op_name and instruction.opcode not in _NOT_LABELLED
-        ]
-        found = {}
-        for instruction in missing:
-            source = _nearest_labelled(instruction.name, instructions, users) or _nearest_labelled(
-                instruction.name,
-                instructions,
-                {n: list(i.operands) for n, i in instructions.items()},
-            )
-            if source is not None:
-                found[instruction.name] = source
-        # Assigned after the search, so that no label spreads from one inherited label.
-        for name, source in found.items():
-            instructions[name].op_name = instructions[source].op_name
-            instructions[name].label_from = source
-
-
-def _nearest_labelled(
-    start: str, instructions: dict[str, HloInstruction], edges: dict[str, list[str]]
-) -> str | None:
-    """Breadth-first along ``edges`` from ``start``: the first instruction with a label."""
-    frontier, seen = [start], {start}
-    while frontier:
-        following = []
-        for name in frontier:
-            for neighbour in edges.get(name, ()):
-                instruction = instructions.get(neighbour)
-                if neighbour in seen or instruction is None:
-                    continue
-                seen.add(neighbour)
-                if instruction.opcode in ('parameter',):
-                    continue
-                if instruction.op_name:
-                    return neighbour
-                following.append(neighbour)
-        frontier = following
-    return None
+    return HloModuleText(name=module_name, computations=computations, entry=entry)
 
 
 def _unwrap(component: str) -> str:

@@ -15,8 +15,9 @@ import json
 import os
 
 from linen.profiling._cost_model import label_shares
-from linen.profiling._hlo import module_path_from_op_name, parse_hlo_module
+from linen.profiling._hlo import module_path_from_op_name
 from linen.profiling._report import UNLABELLED
+from linen.profiling._trace import labelled_module
 from linen.profiling._xplane import read_xspace
 from linen.profiling.errors import ProfileNoDeviceOpsError
 
@@ -43,7 +44,7 @@ def perfetto_trace(times, path: str | os.PathLike) -> str:
         )
     with open(times.xplane_path, 'rb') as handle:
         planes = read_xspace(handle.read())
-    module = parse_hlo_module(times.hlo_text, inherit=True)
+    module = labelled_module(times.hlo_text, times.lowered_hlo_text)
     tracks: dict[str, int] = {}
     events = []
     seen_programs = []

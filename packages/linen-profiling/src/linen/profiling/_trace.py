@@ -22,9 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from linen.profiling._compile import compile_for_report
+from linen.profiling._compile import compile_with_lowering, unoptimized_hlo_text
 from linen.profiling._cost_model import label_shares
 from linen.profiling._hlo import module_path_from_op_name, parse_hlo_module
+from linen.profiling._lost_labels import recover_labels
 from linen.profiling._report import display_path, format_table, inclusive_totals
 from linen.profiling._xplane import XEvent, XPlane, read_xspace
 from linen.profiling.errors import (
@@ -73,6 +74,7 @@ class ModuleTimes:
     hlo_source: str
     unmatched_ops: tuple[str, ...] = ()
     hlo_text: str = ''
+    lowered_hlo_text: str = ''
 
     def __getitem__(self, path: str) -> TimeRow:
         for row in self.rows:
@@ -173,11 +175,14 @@ def times_from_xspace(
     hlo_text: str,
     logdir: str = '',
     xplane_path: str = '',
+    lowered_hlo_text: str = '',
 ) -> ModuleTimes:
     """Time per module path of ``program`` (an HLO module name) in a serialized XSpace.
 
     ``hlo_text`` is the optimized HLO of the program that ran
     (``compiled.as_text()``); its ``op_name`` labels give the module paths.
+    ``lowered_hlo_text``, the same program before optimization, gives back the
+    labels XLA dropped (see ``linen.profiling._lost_labels``).
 
     Raises:
       ProfileTraceUnreadableError: the trace has no op events this reader
@@ -191,7 +196,7 @@ def times_from_xspace(
     missing = _missing(planes, events)
     if missing is not None:
         raise ProfileTraceUnreadableError(xplane_path, missing)
-    module = parse_hlo_module(hlo_text, inherit=True)
+    module = labelled_module(hlo_text, lowered_hlo_text)
     unmatched: dict[str, None] = {}
     own: dict[str, list[float]] = {}
     counts: dict[str, int] = {}
@@ -240,7 +245,14 @@ def times_from_xspace(
         hlo_source='compiled',
         unmatched_ops=tuple(unmatched),
         hlo_text=hlo_text,
+        lowered_hlo_text=lowered_hlo_text,
     )
+
+
+def labelled_module(hlo_text: str, lowered_hlo_text: str = ''):
+    """The optimized HLO, parsed, with the labels XLA dropped recovered."""
+    lowered = parse_hlo_module(lowered_hlo_text) if lowered_hlo_text else None
+    return recover_labels(parse_hlo_module(hlo_text), lowered)
 
 
 def _newest_xplane(logdir: str, after: float) -> str:
@@ -292,7 +304,7 @@ def profile(
 
     # The compiled object itself runs, so the trace's instruction names are
     # those of the HLO read here.
-    compiled = compile_for_report(fn, args, kwargs)
+    lowered, compiled = compile_with_lowering(fn, args, kwargs)
     compiled_text = compiled.as_text()
     program = parse_hlo_module(compiled_text).name
     logdir = os.fspath(logdir) if logdir is not None else tempfile.mkdtemp(prefix='linen-profile-')
@@ -313,6 +325,7 @@ def profile(
         logdir=logdir,
         xplane_path=xplane_path,
         hlo_text=compiled_text,
+        lowered_hlo_text=unoptimized_hlo_text(lowered),
     )
     if print_table:
         print(times)
