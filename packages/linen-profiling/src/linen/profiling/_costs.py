@@ -11,12 +11,8 @@ from linen.profiling._compile import compile_with_lowering, unoptimized_hlo_text
 from linen.profiling._cost_model import InstructionCost, instruction_costs
 from linen.profiling._hlo import module_path_from_op_name, parse_hlo_module
 from linen.profiling._lost_labels import recover_labels
-from linen.profiling._report import (
-    display_path,
-    format_table,
-    human,
-    inclusive_totals,
-)
+from linen.profiling._report import format_table, human
+from linen.profiling._tree import PathRows, indented_name, tree_rows
 from linen.profiling.errors import UncostedInstructionWarning
 
 __all__ = ['CostRow', 'ModuleCosts', 'module_costs', 'phase_of_op_name']
@@ -54,7 +50,7 @@ class CostRow:
 
 
 @dataclass(frozen=True)
-class ModuleCosts:
+class ModuleCosts(PathRows):
     """What :func:`module_costs` returns: one row per module path, and the totals.
 
     ``xla_totals`` is ``compiled.cost_analysis()`` for the whole program. The
@@ -74,22 +70,11 @@ class ModuleCosts:
     hlo_text: str = ''
     uncosted: tuple[str, ...] = ()
 
-    def __getitem__(self, path: str) -> CostRow:
-        for row in self.rows:
-            if row.path == path:
-                return row
-        known = ', '.join(repr(row.path) for row in self.rows)
-        raise KeyError(f'No module path {path!r} in this report; paths: {known}.')
-
-    def by_path(self) -> dict[str, CostRow]:
-        return {row.path: row for row in self.rows}
-
     def __str__(self) -> str:
         total = self.flops or 1.0
         body = []
         for row in self.rows:
-            depth = row.path.count('/') if row.path else 0
-            name = '  ' * depth + (row.path.rsplit('/', 1)[-1] if row.path else display_path(''))
+            name = indented_name(row.path)
             body.append(
                 [
                     name,
@@ -168,20 +153,17 @@ def costs_from_hlo_text(
         values[phase] += cost.flops
         values[phase + 1] += cost.bytes_accessed
         counts[path] = counts.get(path, 0) + 1
-    inclusive = inclusive_totals(own, 9)
     rows = []
-    for path in sorted(inclusive, key=lambda p: (p == '', p.split('/'))):
-        mine = own.get(path, [0.0] * 9)
-        total = inclusive[path] if path else mine
+    for path, mine, total in tree_rows(own, 9):
         rows.append(
             CostRow(
                 path=path,
                 flops=mine[0],
                 transcendentals=mine[1],
                 bytes_accessed=mine[2],
-                inclusive_flops=inclusive[path][0] if path else mine[0],
-                inclusive_transcendentals=inclusive[path][1] if path else mine[1],
-                inclusive_bytes_accessed=inclusive[path][2] if path else mine[2],
+                inclusive_flops=total[0],
+                inclusive_transcendentals=total[1],
+                inclusive_bytes_accessed=total[2],
                 instructions=counts.get(path, 0),
                 forward_flops=total[3],
                 forward_bytes=total[4],

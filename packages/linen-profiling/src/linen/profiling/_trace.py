@@ -26,7 +26,8 @@ from linen.profiling._compile import compile_with_lowering, unoptimized_hlo_text
 from linen.profiling._cost_model import label_shares
 from linen.profiling._hlo import module_path_from_op_name, parse_hlo_module
 from linen.profiling._lost_labels import recover_labels
-from linen.profiling._report import display_path, format_table, inclusive_totals
+from linen.profiling._report import format_table
+from linen.profiling._tree import PathRows, indented_name, tree_rows
 from linen.profiling._xplane import XEvent, XPlane, read_xspace
 from linen.profiling.errors import (
     ProfileNoDeviceOpsError,
@@ -54,7 +55,7 @@ class TimeRow:
 
 
 @dataclass(frozen=True)
-class ModuleTimes:
+class ModuleTimes(PathRows):
     """What :func:`profile` returns: op time per module path, and where the trace is.
 
     ``hlo_source`` says where the labels came from (``'compiled'``: the HLO of
@@ -64,6 +65,8 @@ class ModuleTimes:
     path ``''``, and a :class:`~linen.profiling.errors.ProfileUnmatchedOpsWarning`
     says so).
     """
+
+    _report_name = 'profile'
 
     rows: tuple[TimeRow, ...]
     steps: int
@@ -76,23 +79,12 @@ class ModuleTimes:
     hlo_text: str = ''
     lowered_hlo_text: str = ''
 
-    def __getitem__(self, path: str) -> TimeRow:
-        for row in self.rows:
-            if row.path == path:
-                return row
-        known = ', '.join(repr(row.path) for row in self.rows)
-        raise KeyError(f'No module path {path!r} in this profile; paths: {known}.')
-
-    def by_path(self) -> dict[str, TimeRow]:
-        return {row.path: row for row in self.rows}
-
     def __str__(self) -> str:
         total = self.total_seconds or 1.0
         steps = max(self.steps, 1)
         body = []
         for row in self.rows:
-            depth = row.path.count('/') if row.path else 0
-            name = '  ' * depth + (row.path.rsplit('/', 1)[-1] if row.path else display_path(''))
+            name = indented_name(row.path)
             body.append(
                 [
                     name,
@@ -225,15 +217,9 @@ def times_from_xspace(
         raise ProfileNoDeviceOpsError(program, xplane_path, seen_programs)
     if unmatched:
         warnings.warn(ProfileUnmatchedOpsWarning(program, tuple(unmatched)), stacklevel=2)
-    inclusive = inclusive_totals(own, 1)
     rows = tuple(
-        TimeRow(
-            path=path,
-            seconds=own.get(path, [0.0])[0],
-            inclusive_seconds=inclusive[path][0] if path else own.get(path, [0.0])[0],
-            events=counts.get(path, 0),
-        )
-        for path in sorted(inclusive, key=lambda p: (p == '', p.split('/')))
+        TimeRow(path=path, seconds=mine[0], inclusive_seconds=total[0], events=counts.get(path, 0))
+        for path, mine, total in tree_rows(own, 1)
     )
     return ModuleTimes(
         rows=rows,
