@@ -28,7 +28,7 @@ from linen.profiling._hlo import module_path_from_op_name, parse_hlo_module
 from linen.profiling._lost_labels import recover_labels
 from linen.profiling._report import format_table
 from linen.profiling._tree import PathRows, indented_name, tree_rows
-from linen.profiling._xplane import XEvent, XPlane, read_xspace
+from linen.profiling._xplane import XEvent, XLine, XPlane, read_xspace
 from linen.profiling.errors import (
     ProfileNoDeviceOpsError,
     ProfileTraceNotFoundError,
@@ -104,6 +104,16 @@ class ModuleTimes(PathRows):
 
 def _op_events(planes: list[XPlane]) -> list[tuple[XEvent, float]]:
     """XLA op events with their self time in seconds (nested events subtracted)."""
+    return [(event, seconds) for _, _, event, seconds in op_events_on_lines(planes)]
+
+
+def op_events_on_lines(planes: list[XPlane]) -> list[tuple[XPlane, XLine, XEvent, float]]:
+    """``(plane, line, event, self seconds)`` of every XLA op event.
+
+    Host planes (CPU): events with an ``hlo_op`` stat, on any line. Device
+    planes (GPU): the events of the ``XLA Ops`` line, named after the HLO
+    instruction, or any line's events with an ``hlo_op`` stat.
+    """
     result = []
     for plane in planes:
         is_device = plane.name.startswith('/device:')
@@ -133,11 +143,12 @@ def _op_events(planes: list[XPlane]) -> list[tuple[XEvent, float]]:
                     child_time[stack[-1]] += event.duration_ps
                 stack.append(index)
             for index, event in enumerate(ops):
-                result.append((event, max(event.duration_ps - child_time[index], 0) * 1e-12))
+                seconds = max(event.duration_ps - child_time[index], 0) * 1e-12
+                result.append((plane, line, event, seconds))
     return result
 
 
-def _missing(planes: list[XPlane], events: list[tuple[XEvent, float]]) -> str | None:
+def missing_op_events(planes: list[XPlane], events: list[tuple[XEvent, float]]) -> str | None:
     """What the trace lacks for op times, or ``None`` when it has op events with programs."""
     if events:
         if any('hlo_module' in event.stats for event, _ in events):
@@ -185,7 +196,7 @@ def times_from_xspace(
     """
     planes = read_xspace(data, xplane_path)
     events = _op_events(planes)
-    missing = _missing(planes, events)
+    missing = missing_op_events(planes, events)
     if missing is not None:
         raise ProfileTraceUnreadableError(xplane_path, missing)
     module = labelled_module(hlo_text, lowered_hlo_text)
