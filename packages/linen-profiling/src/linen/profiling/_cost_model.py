@@ -152,8 +152,6 @@ _MOVES = frozenset(
         'set-dimension-size',
         'get-dimension-size',
         'sort',
-        'scatter',
-        'select-and-scatter',
         'fft',
         'triangular-solve',
         'cholesky',
@@ -237,18 +235,25 @@ def _operand_shape(computation: HloComputation, instruction: HloInstruction, ind
     return source.shape
 
 
+def _computation_flops(module: HloModuleText, name: str) -> tuple[float, float]:
+    """FLOPs and transcendentals of one run of a scalar computation (a reducer)."""
+    flops = transcendentals = 0.0
+    computation = module.computations.get(name)
+    for inner in computation.instructions.values() if computation is not None else ():
+        if inner.opcode in _TRANSCENDENTAL:
+            transcendentals += 1
+        elif inner.opcode in _ELEMENTWISE:
+            flops += 1
+    return flops, transcendentals
+
+
 def _reducer_flops(module: HloModuleText, instruction: HloInstruction) -> tuple[float, float]:
     """FLOPs and transcendentals of one application of a reduction's ``to_apply``."""
     flops = transcendentals = 0.0
     for name in instruction.called:
-        computation = module.computations.get(name)
-        if computation is None:
-            continue
-        for inner in computation.instructions.values():
-            if inner.opcode in _TRANSCENDENTAL:
-                transcendentals += 1
-            elif inner.opcode in _ELEMENTWISE:
-                flops += 1
+        more_flops, more_transcendentals = _computation_flops(module, name)
+        flops += more_flops
+        transcendentals += more_transcendentals
     return flops, transcendentals
 
 
@@ -281,6 +286,21 @@ def _arithmetic(
         return folds * max(flops, 1.0) * 1.0, folds * transcendentals
     if opcode == 'reduce-window':
         return _reduce_window_flops(module, computation, instruction)
+    if opcode == 'scatter':
+        # The combiner runs once per update element (XLA counts operand 2's).
+        updates = shape_elements(_operand_shape(computation, instruction, 2))
+        flops, transcendentals = _reducer_flops(module, instruction)
+        return updates * flops, updates * transcendentals
+    if opcode == 'select-and-scatter':
+        # Per source element: taps - 1 selections, one scatter.
+        source = shape_elements(_operand_shape(computation, instruction, 1))
+        spatial = len(_dims_of(_operand_shape(computation, instruction, 0)))
+        taps = math.prod(dim['size'][0] for dim in _window(instruction, spatial))
+        select, scatter = (_computation_flops(module, name) for name in instruction.called[:2])
+        return (
+            source * (taps - 1) * select[0] + source * scatter[0],
+            source * (taps - 1) * select[1] + source * scatter[1],
+        )
     return None
 
 
