@@ -4,8 +4,10 @@
 public API that costs one instruction. So the cost of each instruction is
 computed here from its shapes, with the conventions of XLA's ``HloCostAnalysis``
 (one FLOP per output element of an elementwise op, transcendental functions
-counted apart, ``2 * M * N * K`` for a dot, one FLOP per element folded by a
-reduction). Tests check the sums against ``compiled.cost_analysis()``.
+counted apart, ``2 * M * N * K`` for a dot, two per multiply-add of a
+convolution's kernel taps that fall on the input, one FLOP per element folded by
+a reduction, the combiner's per update of a scatter). Tests check the sums
+against ``compiled.cost_analysis()``.
 
 An instruction this model cannot cost (a ``custom-call`` to an unknown target,
 say) is not counted as zero: it is listed in :attr:`ModuleCosts.uncosted` and a
