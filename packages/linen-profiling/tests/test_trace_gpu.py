@@ -6,6 +6,7 @@ without them must fail saying what is missing, never give an empty table.
 """
 
 import pickle
+from pathlib import Path
 
 import pytest
 
@@ -115,3 +116,50 @@ def test_unreadable_trace_says_what_is_missing(trace, missing):
 def test_bytes_that_are_no_xspace_say_so(data):
     with pytest.raises(ProfileTraceUnreadableError, match='not a serialized XSpace protobuf'):
         times_from_xspace(data, 'jit_f', steps=1, hlo_text=HLO, xplane_path='/t/x.xplane.pb')
+
+
+def _gpu_times(tmp_path, trace: bytes):
+    from linen.profiling._trace import ModuleTimes
+
+    path = tmp_path / 'gpu.xplane.pb'
+    path.write_bytes(trace)
+    return ModuleTimes(
+        rows=(),
+        steps=1,
+        total_seconds=0.0,
+        logdir=str(tmp_path),
+        xplane_path=str(path),
+        program='jit_f',
+        hlo_source='compiled',
+        hlo_text=HLO,
+    )
+
+
+def test_perfetto_reads_the_gpu_xla_ops_line(tmp_path):
+    import json
+
+    from linen.profiling import perfetto_trace
+
+    _emit_labels()
+    trace = _plane(
+        '/device:GPU:0', {'XLA Ops': [('dot.1', 0, 3_000_000), ('tanh.2', 3_000_000, 1_000_000)]}
+    )
+    out = perfetto_trace(_gpu_times(tmp_path, trace), tmp_path / 'gpu.json')
+    events = json.loads(Path(out).read_text())['traceEvents']
+    names = {e['tid']: e['args']['name'] for e in events if e.get('name') == 'thread_name'}
+    spans = [(names[e['tid']], e['name'], e['dur']) for e in events if e['ph'] == 'X']
+    # Each op on its module's track and on the enclosing module's (durations in us).
+    assert sorted(spans) == [
+        ('GpuNet', 'dot.1', 3.0),
+        ('GpuNet', 'tanh.2', 1.0),
+        ('GpuNet/Dense_0', 'dot.1', 3.0),
+        ('GpuNet/Dense_1', 'tanh.2', 1.0),
+    ]
+
+
+def test_perfetto_of_an_unreadable_gpu_trace_says_what_is_missing(tmp_path):
+    from linen.profiling import perfetto_trace
+
+    trace = _plane('/device:GPU:0', {'XLA Modules': [('jit_f', 0, 4000)]})
+    with pytest.raises(ProfileTraceUnreadableError, match='no device plane has an "XLA Ops" line'):
+        perfetto_trace(_gpu_times(tmp_path, trace), tmp_path / 'gpu.json')

@@ -33,7 +33,8 @@ from linen.profiling._hlo import (
     module_path_from_op_name,
     parse_hlo_module,
 )
-from linen.profiling._report import display_path, format_table, human, inclusive_totals
+from linen.profiling._report import display_path, format_table, human
+from linen.profiling._tree import tree_order, tree_rows
 from linen.profiling.errors import MemoryAnalysisUnavailableWarning
 
 __all__ = ['SavedActivations', 'SavedValue', 'saved_activations']
@@ -99,7 +100,7 @@ class SavedActivations:
                 human(self.inclusive[path], 'B'),
                 human(self.own.get(path, 0), 'B'),
             ]
-            for path in sorted(self.inclusive, key=lambda p: (p == '', p.split('/')))
+            for path in tree_order(self.inclusive)
         ]
         body.append(['total', human(self.total_bytes, 'B'), ''])
         return format_table(
@@ -272,13 +273,10 @@ def activations_from_hlo_text(
     own: dict[str, list[float]] = {}
     for value in values:
         own.setdefault(value.path, [0.0])[0] += value.nbytes
-    inclusive = inclusive_totals(own, 1)
     return SavedActivations(
         values=values,
         own={path: int(v[0]) for path, v in own.items()},
-        inclusive={
-            path: int(v[0]) if path else int(own.get('', [0.0])[0]) for path, v in inclusive.items()
-        },
+        inclusive={path: int(total[0]) for path, _, total in tree_rows(own, 1)},
         total_bytes=sum(value.nbytes for value in values),
         memory_analysis=memory_analysis,
         hlo_text=hlo_text,

@@ -16,7 +16,7 @@ from typing import Any
 
 from linen.profiling.errors import StaleCompiledLabelsWarning
 
-__all__ = ['compile_for_report']
+__all__ = ['compile_for_report', 'compile_with_lowering']
 
 _LOC_NAME = re.compile(r'loc\("([^"]+)"')
 _OP_NAME = re.compile(r'op_name="([^"]+)"')
@@ -24,6 +24,11 @@ _OP_NAME = re.compile(r'op_name="([^"]+)"')
 
 def compile_for_report(fn: Callable, args: tuple, kwargs: dict) -> Any:
     """``jax.jit(fn).lower(*args, **kwargs).compile()`` (``fn`` itself when it is jitted)."""
+    return compile_with_lowering(fn, args, kwargs)[1]
+
+
+def compile_with_lowering(fn: Callable, args: tuple, kwargs: dict) -> tuple[Any, Any]:
+    """``(lowered, compiled)`` of ``fn``, as :func:`compile_for_report` compiles it."""
     import jax
 
     jitted = fn if hasattr(fn, 'lower') else jax.jit(fn)
@@ -48,7 +53,12 @@ def compile_for_report(fn: Callable, args: tuple, kwargs: dict) -> Any:
         # has most of its names foreign.
         if len(foreign) > len(compiled_names) - len(foreign):
             warnings.warn(StaleCompiledLabelsWarning(tuple(foreign)), stacklevel=3)
-    return compiled
+    return lowered, compiled
+
+
+def unoptimized_hlo_text(lowered: Any) -> str:
+    """The HLO text of a program before XLA's optimizations, with its labels."""
+    return lowered.as_text(dialect='hlo', debug_info=True)
 
 
 def _known(name: str, lowered: set[str]) -> bool:

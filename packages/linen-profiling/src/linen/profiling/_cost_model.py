@@ -4,8 +4,10 @@
 public API that costs one instruction. So the cost of each instruction is
 computed here from its shapes, with the conventions of XLA's ``HloCostAnalysis``
 (one FLOP per output element of an elementwise op, transcendental functions
-counted apart, ``2 * M * N * K`` for a dot, one FLOP per element folded by a
-reduction). Tests check the sums against ``compiled.cost_analysis()``.
+counted apart, ``2 * M * N * K`` for a dot, two per multiply-add of a
+convolution's kernel taps that fall on the input, one FLOP per element folded by
+a reduction, the combiner's per update of a scatter). Tests check the sums
+against ``compiled.cost_analysis()``.
 
 An instruction this model cannot cost (a ``custom-call`` to an unknown target,
 say) is not counted as zero: it is listed in :attr:`ModuleCosts.uncosted` and a
@@ -26,7 +28,14 @@ from dataclasses import dataclass
 
 from linen.profiling._hlo import HloComputation, HloInstruction, HloModuleText
 
-__all__ = ['InstructionCost', 'instruction_costs', 'label_shares', 'shape_bytes']
+__all__ = [
+    'InstructionCost',
+    'instruction_costs',
+    'instruction_flops',
+    'label_shares',
+    'shape_bytes',
+    'shape_elements',
+]
 
 # Opcodes whose cost is that of the computations they run, which we descend into.
 _CONTROL_FLOW = frozenset({'while', 'conditional', 'call', 'async-start'})
@@ -145,8 +154,6 @@ _MOVES = frozenset(
         'set-dimension-size',
         'get-dimension-size',
         'sort',
-        'scatter',
-        'select-and-scatter',
         'fft',
         'triangular-solve',
         'cholesky',
@@ -155,9 +162,10 @@ _MOVES = frozenset(
 _ARRAY = re.compile(r'\b(pred|token|[subfc]\d+(?:e\d+m\d+\w*)?|bf16)\[([\d,]*)\]')
 _DTYPE_BITS = {'pred': 8, 'token': 0, 'bf16': 16}
 _DIMS = re.compile(r'(lhs_contracting_dims|rhs_contracting_dims|dimensions)=\{([\d,]*)\}')
-_WINDOW_SIZE = re.compile(r'window=\{[^}]*size=([\dx]+)')
+_WINDOW = re.compile(r'window=\{([^}]*)\}')
 _DIM_LABELS = re.compile(r'dim_labels=([\w?]+)_([\w?]+)->([\w?]+)')
-_GROUPS = re.compile(r'feature_group_count=(\d+)')
+_FEATURE_GROUPS = re.compile(r'feature_group_count=(\d+)')
+_BATCH_GROUPS = re.compile(r'batch_group_count=(\d+)')
 
 
 @dataclass(frozen=True)
@@ -229,18 +237,25 @@ def _operand_shape(computation: HloComputation, instruction: HloInstruction, ind
     return source.shape
 
 
+def _computation_flops(module: HloModuleText, name: str) -> tuple[float, float]:
+    """FLOPs and transcendentals of one run of a scalar computation (a reducer)."""
+    flops = transcendentals = 0.0
+    computation = module.computations.get(name)
+    for inner in computation.instructions.values() if computation is not None else ():
+        if inner.opcode in _TRANSCENDENTAL:
+            transcendentals += 1
+        elif inner.opcode in _ELEMENTWISE:
+            flops += 1
+    return flops, transcendentals
+
+
 def _reducer_flops(module: HloModuleText, instruction: HloInstruction) -> tuple[float, float]:
     """FLOPs and transcendentals of one application of a reduction's ``to_apply``."""
     flops = transcendentals = 0.0
     for name in instruction.called:
-        computation = module.computations.get(name)
-        if computation is None:
-            continue
-        for inner in computation.instructions.values():
-            if inner.opcode in _TRANSCENDENTAL:
-                transcendentals += 1
-            elif inner.opcode in _ELEMENTWISE:
-                flops += 1
+        more_flops, more_transcendentals = _computation_flops(module, name)
+        flops += more_flops
+        transcendentals += more_transcendentals
     return flops, transcendentals
 
 
@@ -261,15 +276,7 @@ def _arithmetic(
         contracted = math.prod(lhs[d] for d in _dims(instruction, 'lhs_contracting_dims'))
         return 2.0 * out * contracted, 0.0
     if opcode == 'convolution':
-        window = _WINDOW_SIZE.search(instruction.attributes)
-        taps = math.prod(int(s) for s in window.group(1).split('x')) if window else 1
-        labels = _DIM_LABELS.search(instruction.attributes)
-        kernel = _dims_of(_operand_shape(computation, instruction, 1))
-        if labels is None or 'i' not in labels.group(2):
-            return None
-        in_features = kernel[labels.group(2).index('i')]
-        # An upper bound with padding: XLA skips taps that fall on padding.
-        return 2.0 * out * taps * in_features, 0.0
+        return _convolution_flops(computation, instruction)
     if opcode in ('reduce', 'all-reduce', 'all-reduce-start', 'reduce-scatter'):
         half = max(len(instruction.operands) // 2, 1) if opcode == 'reduce' else 1
         inputs = sum(
@@ -280,11 +287,131 @@ def _arithmetic(
         flops, transcendentals = _reducer_flops(module, instruction)
         return folds * max(flops, 1.0) * 1.0, folds * transcendentals
     if opcode == 'reduce-window':
-        window = _WINDOW_SIZE.search(instruction.attributes)
-        taps = math.prod(int(s) for s in window.group(1).split('x')) if window else 1
+        return _reduce_window_flops(module, computation, instruction)
+    if opcode == 'scatter':
+        # The combiner runs once per update element (XLA counts operand 2's).
+        updates = shape_elements(_operand_shape(computation, instruction, 2))
         flops, transcendentals = _reducer_flops(module, instruction)
-        return out * taps * max(flops, 1.0), out * taps * transcendentals
+        return updates * flops, updates * transcendentals
+    if opcode == 'select-and-scatter':
+        # Per source element: taps - 1 selections, one scatter.
+        source = shape_elements(_operand_shape(computation, instruction, 1))
+        spatial = len(_dims_of(_operand_shape(computation, instruction, 0)))
+        taps = math.prod(dim['size'][0] for dim in _window(instruction, spatial))
+        select, scatter = (_computation_flops(module, name) for name in instruction.called[:2])
+        return (
+            source * (taps - 1) * select[0] + source * scatter[0],
+            source * (taps - 1) * select[1] + source * scatter[1],
+        )
     return None
+
+
+def instruction_flops(
+    module: HloModuleText, computation: HloComputation, instruction: HloInstruction
+) -> float:
+    """FLOPs of one execution of ``instruction`` (0 when it cannot be costed)."""
+    try:
+        arithmetic = _arithmetic(module, computation, instruction)
+    except LookupError:
+        return 0.0
+    return arithmetic[0] if arithmetic is not None else 0.0
+
+
+def _reduce_window_flops(
+    module: HloModuleText, computation: HloComputation, instruction: HloInstruction
+) -> tuple[float, float]:
+    """The reducer runs ``taps - 1`` times per output element (of the first output).
+
+    A variadic reduce-window (max pooling's gradient: values and indices) has a
+    tuple of outputs; the reducer, which handles all of them, runs once per
+    element of one. A window that spans a whole padded dimension (a cumulative
+    sum) is counted as XLA counts it: one reduction of the dimension, then one
+    step per output element.
+    """
+    window = _window(instruction, len(_dims_of(_operand_shape(computation, instruction, 0))))
+    taps = math.prod(dim['size'][0] for dim in window)
+    dims = _dims_of(instruction.shape)
+    out = math.prod(dims)
+    reductions = (taps - 1) * out
+    reduced = [i for i, dim in enumerate(window) if dim['size'][0] != 1]
+    padded = [i for i, dim in enumerate(window) if dim['pad'] != (0, 0)]
+    if len(reduced) == 1 and reduced == padded and not instruction.shape.startswith('('):
+        dim = window[reduced[0]]
+        low, high = dim['pad']
+        size = dim['size'][0]
+        span = dims[reduced[0]]
+        if low == high and size == 2 * low + 1 and low == span - 1:
+            reductions = out // span + span - 1
+    flops, transcendentals = _reducer_flops(module, instruction)
+    return reductions * max(flops, 1.0), reductions * transcendentals
+
+
+def _window(instruction: HloInstruction, spatial: int) -> list[dict[str, tuple[int, ...]]]:
+    """Per spatial dimension: ``size``, ``stride``, ``pad`` (low, high), the two dilations."""
+    fields: dict[str, list[tuple[int, ...]]] = {}
+    match = _WINDOW.search(instruction.attributes)
+    for item in match.group(1).split() if match else ():
+        key, _, value = item.partition('=')
+        per_dim = [tuple(int(v) for v in part.split('_')) for part in value.split('x')]
+        fields[key] = per_dim
+    default = {'size': (1,), 'stride': (1,), 'pad': (0, 0), 'lhs_dilate': (1,), 'rhs_dilate': (1,)}
+    return [
+        {key: fields.get(key, [value] * spatial)[dim] for key, value in default.items()}
+        for dim in range(spatial)
+    ]
+
+
+def _valid_positions(size: int, kernel: int, out: int, window: dict) -> int:
+    """(output position, kernel tap) pairs of one spatial dimension that read an input element.
+
+    A tap that falls on padding, or between the elements of a dilated input,
+    multiplies nothing: XLA's cost analysis does not count it, nor do we.
+    """
+    (stride,), (pad_low, _) = window['stride'], window['pad']
+    (base_dilation,), (window_dilation,) = window['lhs_dilate'], window['rhs_dilate']
+    count = 0
+    for tap in range(kernel):
+        for position in range(out):
+            dilated = position * stride - pad_low + tap * window_dilation
+            if dilated % base_dilation == 0 and 0 <= dilated // base_dilation < size:
+                count += 1
+    return count
+
+
+def _convolution_flops(
+    computation: HloComputation, instruction: HloInstruction
+) -> tuple[float, float] | None:
+    """Two FLOPs per multiply-add of a ``convolution``, counting only taps on the input."""
+    labels = _DIM_LABELS.search(instruction.attributes)
+    if labels is None:
+        return None
+    lhs_labels, rhs_labels, out_labels = labels.groups()
+    lhs = _dims_of(_operand_shape(computation, instruction, 0))
+    rhs = _dims_of(_operand_shape(computation, instruction, 1))
+    out = _dims_of(instruction.shape)
+    if not (len(lhs) == len(lhs_labels) and len(rhs) == len(rhs_labels)):
+        return None
+    if len(out) != len(out_labels) or not {'b', 'f'} <= set(lhs_labels) or 'f' not in out_labels:
+        return None
+    spatial = len(lhs_labels) - 2
+    windows = _window(instruction, spatial)
+    positions = 1
+    for dim, window in enumerate(windows):
+        axis = str(dim)
+        positions *= _valid_positions(
+            lhs[lhs_labels.index(axis)],
+            rhs[rhs_labels.index(axis)],
+            out[out_labels.index(axis)],
+            window,
+        )
+    feature_groups = _FEATURE_GROUPS.search(instruction.attributes)
+    batch_groups = _BATCH_GROUPS.search(instruction.attributes)
+    in_features = lhs[lhs_labels.index('f')] // (
+        int(feature_groups.group(1)) if feature_groups else 1
+    )
+    batch = lhs[lhs_labels.index('b')] // (int(batch_groups.group(1)) if batch_groups else 1)
+    out_features = out[out_labels.index('f')]
+    return 2.0 * batch * in_features * out_features * positions, 0.0
 
 
 def _io_bytes(computation: HloComputation, instruction: HloInstruction) -> float:

@@ -7,15 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from linen.profiling._compile import compile_for_report
+from linen.profiling._compile import compile_with_lowering, unoptimized_hlo_text
 from linen.profiling._cost_model import InstructionCost, instruction_costs
 from linen.profiling._hlo import module_path_from_op_name, parse_hlo_module
-from linen.profiling._report import (
-    display_path,
-    format_table,
-    human,
-    inclusive_totals,
-)
+from linen.profiling._lost_labels import recover_labels
+from linen.profiling._report import format_table, human
+from linen.profiling._tree import PathRows, indented_name, tree_rows
 from linen.profiling.errors import UncostedInstructionWarning
 
 __all__ = ['CostRow', 'ModuleCosts', 'module_costs', 'phase_of_op_name']
@@ -53,7 +50,7 @@ class CostRow:
 
 
 @dataclass(frozen=True)
-class ModuleCosts:
+class ModuleCosts(PathRows):
     """What :func:`module_costs` returns: one row per module path, and the totals.
 
     ``xla_totals`` is ``compiled.cost_analysis()`` for the whole program. The
@@ -73,22 +70,11 @@ class ModuleCosts:
     hlo_text: str = ''
     uncosted: tuple[str, ...] = ()
 
-    def __getitem__(self, path: str) -> CostRow:
-        for row in self.rows:
-            if row.path == path:
-                return row
-        known = ', '.join(repr(row.path) for row in self.rows)
-        raise KeyError(f'No module path {path!r} in this report; paths: {known}.')
-
-    def by_path(self) -> dict[str, CostRow]:
-        return {row.path: row for row in self.rows}
-
     def __str__(self) -> str:
         total = self.flops or 1.0
         body = []
         for row in self.rows:
-            depth = row.path.count('/') if row.path else 0
-            name = '  ' * depth + (row.path.rsplit('/', 1)[-1] if row.path else display_path(''))
+            name = indented_name(row.path)
             body.append(
                 [
                     name,
@@ -114,11 +100,6 @@ class ModuleCosts:
             ['module', 'FLOPs', 'own FLOPs', '% FLOPs', 'transcendentals', 'bytes accessed'],
             body,
         )
-
-
-def _compile(fn: Callable, args: tuple, kwargs: dict) -> Any:
-
-    return compile_for_report(fn, args, kwargs)
 
 
 def phase_of_op_name(op_name: str) -> str:
@@ -147,9 +128,17 @@ def phase_of_op_name(op_name: str) -> str:
 _PHASES = ('forward', 'backward', 'recompute')
 
 
-def costs_from_hlo_text(hlo_text: str, xla_totals: dict[str, float] | None = None) -> ModuleCosts:
-    """:class:`ModuleCosts` of an optimized HLO module given as text."""
-    module = parse_hlo_module(hlo_text)
+def costs_from_hlo_text(
+    hlo_text: str, xla_totals: dict[str, float] | None = None, lowered_text: str = ''
+) -> ModuleCosts:
+    """:class:`ModuleCosts` of an optimized HLO module given as text.
+
+    ``lowered_text``, the program's HLO before optimization, gives back the
+    labels of the matmuls XLA rebuilt without one (``_lost_labels``).
+    """
+    module = recover_labels(
+        parse_hlo_module(hlo_text), parse_hlo_module(lowered_text) if lowered_text else None
+    )
     instructions = tuple(instruction_costs(module))
     own: dict[str, list[float]] = {}
     counts: dict[str, int] = {}
@@ -164,20 +153,17 @@ def costs_from_hlo_text(hlo_text: str, xla_totals: dict[str, float] | None = Non
         values[phase] += cost.flops
         values[phase + 1] += cost.bytes_accessed
         counts[path] = counts.get(path, 0) + 1
-    inclusive = inclusive_totals(own, 9)
     rows = []
-    for path in sorted(inclusive, key=lambda p: (p == '', p.split('/'))):
-        mine = own.get(path, [0.0] * 9)
-        total = inclusive[path] if path else mine
+    for path, mine, total in tree_rows(own, 9):
         rows.append(
             CostRow(
                 path=path,
                 flops=mine[0],
                 transcendentals=mine[1],
                 bytes_accessed=mine[2],
-                inclusive_flops=inclusive[path][0] if path else mine[0],
-                inclusive_transcendentals=inclusive[path][1] if path else mine[1],
-                inclusive_bytes_accessed=inclusive[path][2] if path else mine[2],
+                inclusive_flops=total[0],
+                inclusive_transcendentals=total[1],
+                inclusive_bytes_accessed=total[2],
                 instructions=counts.get(path, 0),
                 forward_flops=total[3],
                 forward_bytes=total[4],
@@ -233,8 +219,8 @@ def module_costs(fn: Callable, *args: Any, **kwargs: Any) -> ModuleCosts:
     >>> module_costs(f, jnp.ones((4, 8)), jnp.ones((8, 2)))['Dense_0'].flops
     128.0
     """
-    compiled = _compile(fn, args, kwargs)
+    lowered, compiled = compile_with_lowering(fn, args, kwargs)
     totals = compiled.cost_analysis() or {}
     if isinstance(totals, list):  # one entry per device program in older JAX
         totals = totals[0] if totals else {}
-    return costs_from_hlo_text(compiled.as_text(), totals)
+    return costs_from_hlo_text(compiled.as_text(), totals, unoptimized_hlo_text(lowered))

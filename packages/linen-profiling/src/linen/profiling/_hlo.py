@@ -23,7 +23,8 @@ __all__ = [
     'strip_metadata',
 ]
 
-_HEADER = re.compile(r'^(ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->\s*.*\{\s*$')
+# With a signature (optimized HLO) or without (``Lowered.as_text(dialect='hlo')``).
+_HEADER = re.compile(r'^(ENTRY\s+)?%?([\w.\-]+)\s*(?:\(.*\)\s*->\s*.*)?\{\s*$')
 _INSTRUCTION = re.compile(r'^\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*)$')
 _OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
 _CALLED = re.compile(
@@ -64,6 +65,9 @@ class HloInstruction:
     called: tuple[str, ...]
     is_root: bool
     line: str
+    # Where this instruction's ``op_name`` came from when XLA left it none
+    # (``linen.profiling._lost_labels``); ``''`` for its own label.
+    label_from: str = ''
 
     @property
     def trip_count(self) -> int | None:
@@ -137,13 +141,22 @@ def _parse_instruction(line: str) -> HloInstruction | None:
         name=name,
         shape=shape,
         opcode=opcode,
-        operands=tuple(_OPERAND.findall(operand_text)),
+        operands=_operands(operand_text),
         attributes=attributes,
         op_name=op_name_match.group(1) if op_name_match else '',
         called=tuple(called),
         is_root=is_root,
         line=line,
     )
+
+
+def _operands(text: str) -> tuple[str, ...]:
+    if '%' in text:
+        return tuple(_OPERAND.findall(text))
+    # Unoptimized HLO text names operands without '%': 'x.1, k.1'.
+    text = re.sub(r'/\*.*?\*/', '', text)
+    names = (part.split()[-1] for part in text.split(',') if part.strip())
+    return tuple(name for name in names if name[0].isalpha() or name[0] == '_')
 
 
 def parse_hlo_module(text: str) -> HloModuleText:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from linen.profiling._report import display_path, format_table, human
+from linen.profiling._tree import indented_name
 
 __all__ = ['Report', 'ReportDiff']
 
@@ -184,7 +185,6 @@ def _rich_table(title: str, rows: dict, columns: tuple[str, ...]):
     for column in columns:
         table.add_column(column, justify='right')
     for path, row in rows.items():
-        depth = path.count('/') if path else 0
-        name = '  ' * depth + (path.rsplit('/', 1)[-1] if path else display_path(''))
+        name = indented_name(path)
         table.add_row(name, *(_cell(c, row.get(c)) for c in columns))
     return table

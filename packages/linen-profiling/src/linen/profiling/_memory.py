@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from linen.profiling._report import display_path, format_table, human, inclusive_totals
+from linen.profiling._report import format_table, human
+from linen.profiling._tree import PathRows, indented_name, tree_rows
 
 __all__ = ['MemoryRow', 'ModuleMemory', 'module_memory']
 
@@ -53,27 +54,15 @@ class MemoryRow:
 
     @property
     def total_bytes(self) -> int:
-        return (
-            self.params_bytes
-            + self.grads_bytes
-            + self.optimizer_bytes
-            + self.state_bytes
-            + (self.activations_bytes or 0)
-        )
+        return _sum_of_fields(self, '')
 
     @property
     def inclusive_total_bytes(self) -> int:
-        return (
-            self.inclusive_params_bytes
-            + self.inclusive_grads_bytes
-            + self.inclusive_optimizer_bytes
-            + self.inclusive_state_bytes
-            + (self.inclusive_activations_bytes or 0)
-        )
+        return _sum_of_fields(self, 'inclusive_')
 
 
 @dataclass(frozen=True)
-class ModuleMemory:
+class ModuleMemory(PathRows):
     """What :func:`module_memory` returns: one row per module path, and the totals.
 
     ``activations_bytes`` and ``memory_analysis`` come from the
@@ -91,30 +80,13 @@ class ModuleMemory:
     @property
     def total_bytes(self) -> int:
         """Parameters, gradients, optimizer state, other state and saved activations."""
-        return (
-            self.params_bytes
-            + self.grads_bytes
-            + self.optimizer_bytes
-            + self.state_bytes
-            + (self.activations_bytes or 0)
-        )
-
-    def __getitem__(self, path: str) -> MemoryRow:
-        for row in self.rows:
-            if row.path == path:
-                return row
-        known = ', '.join(repr(row.path) for row in self.rows)
-        raise KeyError(f'No module path {path!r} in this report; paths: {known}.')
-
-    def by_path(self) -> dict[str, MemoryRow]:
-        return {row.path: row for row in self.rows}
+        return _sum_of_fields(self, '')
 
     def __str__(self) -> str:
         with_activations = self.activations_bytes is not None
         body = []
         for row in self.rows:
-            depth = row.path.count('/') if row.path else 0
-            name = '  ' * depth + (row.path.rsplit('/', 1)[-1] if row.path else display_path(''))
+            name = indented_name(row.path)
             cells = [
                 name,
                 human(row.inclusive_params_bytes, 'B'),
@@ -142,6 +114,11 @@ class ModuleMemory:
         if with_activations:
             title = 'Memory per module (activations from the compiled program, the rest from sizes)'
         return format_table(title, [*header, 'total'], body)
+
+
+def _sum_of_fields(report: Any, prefix: str) -> int:
+    """``params + grads + optimizer + state + activations`` bytes (unmeasured activations: 0)."""
+    return sum(getattr(report, f'{prefix}{field}_bytes') or 0 for field in _FIELDS)
 
 
 def _nbytes(leaf: Any) -> int:
@@ -231,11 +208,8 @@ def module_memory(
     if activations is not None:
         for path, nbytes in activations.own.items():
             add(path.split('/', 1)[1] if '/' in path else '', 'activations', nbytes)
-    inclusive = inclusive_totals(own, len(_FIELDS))
     rows = []
-    for path in sorted(inclusive, key=lambda p: (p == '', p.split('/'))):
-        mine = own.get(path, [0.0] * len(_FIELDS))
-        total = inclusive[path] if path else mine
+    for path, mine, total in tree_rows(own, len(_FIELDS)):
         measured = activations is not None
         rows.append(
             MemoryRow(

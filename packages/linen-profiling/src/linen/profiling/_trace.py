@@ -22,11 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from linen.profiling._compile import compile_for_report
+from linen.profiling._compile import compile_with_lowering, unoptimized_hlo_text
 from linen.profiling._cost_model import label_shares
 from linen.profiling._hlo import module_path_from_op_name, parse_hlo_module
-from linen.profiling._report import display_path, format_table, inclusive_totals
-from linen.profiling._xplane import XEvent, XPlane, read_xspace
+from linen.profiling._lost_labels import recover_labels
+from linen.profiling._report import format_table
+from linen.profiling._tree import PathRows, indented_name, tree_rows
+from linen.profiling._xplane import XEvent, XLine, XPlane, read_xspace
 from linen.profiling.errors import (
     ProfileNoDeviceOpsError,
     ProfileTraceNotFoundError,
@@ -53,7 +55,7 @@ class TimeRow:
 
 
 @dataclass(frozen=True)
-class ModuleTimes:
+class ModuleTimes(PathRows):
     """What :func:`profile` returns: op time per module path, and where the trace is.
 
     ``hlo_source`` says where the labels came from (``'compiled'``: the HLO of
@@ -64,6 +66,8 @@ class ModuleTimes:
     says so).
     """
 
+    _report_name = 'profile'
+
     rows: tuple[TimeRow, ...]
     steps: int
     total_seconds: float
@@ -73,24 +77,14 @@ class ModuleTimes:
     hlo_source: str
     unmatched_ops: tuple[str, ...] = ()
     hlo_text: str = ''
-
-    def __getitem__(self, path: str) -> TimeRow:
-        for row in self.rows:
-            if row.path == path:
-                return row
-        known = ', '.join(repr(row.path) for row in self.rows)
-        raise KeyError(f'No module path {path!r} in this profile; paths: {known}.')
-
-    def by_path(self) -> dict[str, TimeRow]:
-        return {row.path: row for row in self.rows}
+    lowered_hlo_text: str = ''
 
     def __str__(self) -> str:
         total = self.total_seconds or 1.0
         steps = max(self.steps, 1)
         body = []
         for row in self.rows:
-            depth = row.path.count('/') if row.path else 0
-            name = '  ' * depth + (row.path.rsplit('/', 1)[-1] if row.path else display_path(''))
+            name = indented_name(row.path)
             body.append(
                 [
                     name,
@@ -110,6 +104,16 @@ class ModuleTimes:
 
 def _op_events(planes: list[XPlane]) -> list[tuple[XEvent, float]]:
     """XLA op events with their self time in seconds (nested events subtracted)."""
+    return [(event, seconds) for _, _, event, seconds in op_events_on_lines(planes)]
+
+
+def op_events_on_lines(planes: list[XPlane]) -> list[tuple[XPlane, XLine, XEvent, float]]:
+    """``(plane, line, event, self seconds)`` of every XLA op event.
+
+    Host planes (CPU): events with an ``hlo_op`` stat, on any line. Device
+    planes (GPU): the events of the ``XLA Ops`` line, named after the HLO
+    instruction, or any line's events with an ``hlo_op`` stat.
+    """
     result = []
     for plane in planes:
         is_device = plane.name.startswith('/device:')
@@ -139,11 +143,12 @@ def _op_events(planes: list[XPlane]) -> list[tuple[XEvent, float]]:
                     child_time[stack[-1]] += event.duration_ps
                 stack.append(index)
             for index, event in enumerate(ops):
-                result.append((event, max(event.duration_ps - child_time[index], 0) * 1e-12))
+                seconds = max(event.duration_ps - child_time[index], 0) * 1e-12
+                result.append((plane, line, event, seconds))
     return result
 
 
-def _missing(planes: list[XPlane], events: list[tuple[XEvent, float]]) -> str | None:
+def missing_op_events(planes: list[XPlane], events: list[tuple[XEvent, float]]) -> str | None:
     """What the trace lacks for op times, or ``None`` when it has op events with programs."""
     if events:
         if any('hlo_module' in event.stats for event, _ in events):
@@ -173,11 +178,14 @@ def times_from_xspace(
     hlo_text: str,
     logdir: str = '',
     xplane_path: str = '',
+    lowered_hlo_text: str = '',
 ) -> ModuleTimes:
     """Time per module path of ``program`` (an HLO module name) in a serialized XSpace.
 
     ``hlo_text`` is the optimized HLO of the program that ran
     (``compiled.as_text()``); its ``op_name`` labels give the module paths.
+    ``lowered_hlo_text``, the same program before optimization, gives back the
+    labels XLA dropped (see ``linen.profiling._lost_labels``).
 
     Raises:
       ProfileTraceUnreadableError: the trace has no op events this reader
@@ -188,10 +196,10 @@ def times_from_xspace(
     """
     planes = read_xspace(data, xplane_path)
     events = _op_events(planes)
-    missing = _missing(planes, events)
+    missing = missing_op_events(planes, events)
     if missing is not None:
         raise ProfileTraceUnreadableError(xplane_path, missing)
-    module = parse_hlo_module(hlo_text)
+    module = labelled_module(hlo_text, lowered_hlo_text)
     unmatched: dict[str, None] = {}
     own: dict[str, list[float]] = {}
     counts: dict[str, int] = {}
@@ -220,15 +228,9 @@ def times_from_xspace(
         raise ProfileNoDeviceOpsError(program, xplane_path, seen_programs)
     if unmatched:
         warnings.warn(ProfileUnmatchedOpsWarning(program, tuple(unmatched)), stacklevel=2)
-    inclusive = inclusive_totals(own, 1)
     rows = tuple(
-        TimeRow(
-            path=path,
-            seconds=own.get(path, [0.0])[0],
-            inclusive_seconds=inclusive[path][0] if path else own.get(path, [0.0])[0],
-            events=counts.get(path, 0),
-        )
-        for path in sorted(inclusive, key=lambda p: (p == '', p.split('/')))
+        TimeRow(path=path, seconds=mine[0], inclusive_seconds=total[0], events=counts.get(path, 0))
+        for path, mine, total in tree_rows(own, 1)
     )
     return ModuleTimes(
         rows=rows,
@@ -240,7 +242,14 @@ def times_from_xspace(
         hlo_source='compiled',
         unmatched_ops=tuple(unmatched),
         hlo_text=hlo_text,
+        lowered_hlo_text=lowered_hlo_text,
     )
+
+
+def labelled_module(hlo_text: str, lowered_hlo_text: str = ''):
+    """The optimized HLO, parsed, with the labels XLA dropped recovered."""
+    lowered = parse_hlo_module(lowered_hlo_text) if lowered_hlo_text else None
+    return recover_labels(parse_hlo_module(hlo_text), lowered)
 
 
 def _newest_xplane(logdir: str, after: float) -> str:
@@ -292,7 +301,7 @@ def profile(
 
     # The compiled object itself runs, so the trace's instruction names are
     # those of the HLO read here.
-    compiled = compile_for_report(fn, args, kwargs)
+    lowered, compiled = compile_with_lowering(fn, args, kwargs)
     compiled_text = compiled.as_text()
     program = parse_hlo_module(compiled_text).name
     logdir = os.fspath(logdir) if logdir is not None else tempfile.mkdtemp(prefix='linen-profile-')
@@ -313,6 +322,7 @@ def profile(
         logdir=logdir,
         xplane_path=xplane_path,
         hlo_text=compiled_text,
+        lowered_hlo_text=unoptimized_hlo_text(lowered),
     )
     if print_table:
         print(times)

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from linen.profiling._report import display_path, format_table, inclusive_totals
+from linen.profiling._report import format_table
+from linen.profiling._tree import PathRows, indented_name, tree_rows
 
 __all__ = ['TraceTimeRow', 'TraceTimes', 'trace_times']
 
@@ -32,28 +33,17 @@ class TraceTimeRow:
 
 
 @dataclass(frozen=True)
-class TraceTimes:
+class TraceTimes(PathRows):
     """What :func:`trace_times` returns; ``total_seconds`` is the measured trace time."""
 
     rows: tuple[TraceTimeRow, ...]
     total_seconds: float
 
-    def __getitem__(self, path: str) -> TraceTimeRow:
-        for row in self.rows:
-            if row.path == path:
-                return row
-        known = ', '.join(repr(row.path) for row in self.rows)
-        raise KeyError(f'No module path {path!r} in this report; paths: {known}.')
-
-    def by_path(self) -> dict[str, TraceTimeRow]:
-        return {row.path: row for row in self.rows}
-
     def __str__(self) -> str:
         total = self.total_seconds or 1.0
         body = []
         for row in self.rows:
-            depth = row.path.count('/') if row.path else 0
-            name = '  ' * depth + (row.path.rsplit('/', 1)[-1] if row.path else display_path(''))
+            name = indented_name(row.path)
             body.append(
                 [
                     name,
@@ -106,14 +96,10 @@ def trace_times(fn: Callable, *args: Any, **kwargs: Any) -> TraceTimes:
         calls[call.label_path] = calls.get(call.label_path, 0) + 1
     outside = max(total - sum(values[0] for values in own.values()), 0.0)
     own.setdefault('', [0.0])[0] += outside
-    inclusive = inclusive_totals(own, 1)
     rows = tuple(
         TraceTimeRow(
-            path=path,
-            seconds=own.get(path, [0.0])[0],
-            inclusive_seconds=inclusive[path][0] if path else own.get(path, [0.0])[0],
-            calls=calls.get(path, 0),
+            path=path, seconds=mine[0], inclusive_seconds=total[0], calls=calls.get(path, 0)
         )
-        for path in sorted(inclusive, key=lambda p: (p == '', p.split('/')))
+        for path, mine, total in tree_rows(own, 1)
     )
     return TraceTimes(rows=rows, total_seconds=total)
