@@ -100,6 +100,19 @@ def _init(desc: LayerDescriptor, *inputs):
     return desc.make().init(_rngs(desc, with_params=True), *inputs, **desc.kwargs)
 
 
+# Eager init of a descriptor's default inputs, once per process: every check but
+# 'init' (which runs init itself, twice) only needs the variables. The rows are
+# module-level constants, so their ids are stable while the process lives.
+_INITIALIZED: dict[int, tuple[LayerDescriptor, Any]] = {}
+
+
+def _variables(desc: LayerDescriptor):
+    hit = _INITIALIZED.get(id(desc))
+    if hit is None or hit[0] is not desc:
+        hit = _INITIALIZED[id(desc)] = (desc, _init(desc, *_inputs(desc)))
+    return hit[1]
+
+
 def _apply(desc: LayerDescriptor, module, variables, *inputs):
     return module.apply(
         variables,
@@ -191,7 +204,7 @@ def _check_abstract_init(desc: LayerDescriptor):
     # Inputs given as jax.ShapeDtypeStructs: lazy_init must give init's very
     # values, and init under eval_shape its shapes and dtypes.
     inputs = _inputs(desc)
-    variables = _init(desc, *inputs)
+    variables = _variables(desc)
     abstract = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), inputs)
     lazy = desc.make().lazy_init(_rngs(desc, with_params=True), *abstract, **desc.kwargs)
     if jax.tree_util.tree_structure(lazy) != jax.tree_util.tree_structure(variables):
@@ -208,7 +221,7 @@ def _check_abstract_init(desc: LayerDescriptor):
 
 def _check_apply(desc: LayerDescriptor):
     inputs = _inputs(desc)
-    variables = _init(desc, *inputs)
+    variables = _variables(desc)
     out = _apply(desc, desc.make(), variables, *inputs)
     _assert_finite(out, 'apply output')
     return out
@@ -216,7 +229,7 @@ def _check_apply(desc: LayerDescriptor):
 
 def _check_jit(desc: LayerDescriptor):
     inputs = _inputs(desc)
-    variables = _init(desc, *inputs)
+    variables = _variables(desc)
     module = desc.make()
     expected = _apply(desc, module, variables, *inputs)
     jitted = jax.jit(lambda v, *xs: _apply(desc, module, v, *xs))
@@ -234,7 +247,7 @@ def _check_vmap(desc: LayerDescriptor):
     _, input_key, _ = _keys()
     slices = [tuple(desc.inputs(k)) for k in jax.random.split(input_key, _VMAP_SIZE)]
     module = desc.make()
-    variables = _init(desc, *slices[0])
+    variables = _variables(desc)
     mutable = set(desc.mutable)
     # Read-only collections are shared by every slice; a mutated collection must
     # carry a batch axis, since each slice updates it differently.
@@ -270,7 +283,7 @@ def _check_remat(desc: LayerDescriptor):
     remat = _transforms('remat')
     inputs = _inputs(desc)
     module = desc.make()
-    variables = _init(desc, *inputs)
+    variables = _variables(desc)
     expected = _apply(desc, module, variables, *inputs)
     rematted = remat(_with_call_kwargs(type(module), desc.kwargs))(**_constructor_kwargs(module))
 
@@ -299,22 +312,26 @@ def _check_remat(desc: LayerDescriptor):
         return scalar
 
     argnums = (0, 1 + float_inputs[0])
-    g_plain = jax.grad(loss(lambda v, *xs: _apply(desc, module, v, *xs)), argnums=argnums)(
-        variables, *inputs
-    )
-    g_remat = jax.grad(loss(apply_remat), argnums=argnums)(variables, *inputs)
+    # Compiled: one program per gradient costs far less than compiling each op of an
+    # eager backward pass, and remat's recomputation is only visible in a traced one.
+    g_plain = jax.jit(
+        jax.grad(loss(lambda v, *xs: _apply(desc, module, v, *xs)), argnums=argnums)
+    )(variables, *inputs)
+    g_remat = jax.jit(jax.grad(loss(apply_remat), argnums=argnums))(variables, *inputs)
     _assert_trees_close(g_remat, g_plain, what='grad under remat', rtol=1e-5, atol=1e-5)
 
 
 def _check_float64(desc: LayerDescriptor):
     inputs = _inputs(desc)
-    variables = _init(desc, *inputs)
+    variables = _variables(desc)
     expected = _apply(desc, desc.make(), variables, *inputs)
     with jax.enable_x64(True):
         inputs64 = _cast_floats(inputs, jnp.float64)
-        out = _apply(desc, desc.make(), variables, *inputs64)
+        # Compiled (eager float32 apply is the 'apply' check): under x64 every op
+        # would compile again for the 64-bit dtypes.
+        out = jax.jit(lambda v, *xs: _apply(desc, desc.make(), v, *xs))(variables, *inputs64)
         # Initialization must also work with 64-bit inputs.
-        _init(desc, *inputs64)
+        jax.eval_shape(lambda *xs: _init(desc, *xs), *inputs64)
     _assert_finite(out, 'float64 output')
     if desc.rngs:
         # jax.random draws 64-bit uniforms under x64, so a stochastic layer's
@@ -330,7 +347,7 @@ def _check_float64(desc: LayerDescriptor):
 
 def _check_bfloat16(desc: LayerDescriptor):
     inputs = _inputs(desc)
-    variables = _init(desc, *inputs)
+    variables = _variables(desc)
     expected = _apply(desc, desc.make(), variables, *inputs)
     out = _apply(desc, desc.make(), variables, *_cast_floats(inputs, jnp.bfloat16))
     _assert_finite(out, 'bfloat16 output')
