@@ -120,7 +120,16 @@ def _free_port() -> int:
 
 def test_data_parallel_step_across_two_processes(tmp_path):
     out = tmp_path / 'params.npz'
-    env = dict(os.environ, XLA_FLAGS='--xla_force_host_platform_device_count=2')
+    # Two devices per process, every other XLA flag as in this process (the expected
+    # parameters below are computed here, so both sides compile alike).
+    flags = [
+        f
+        for f in os.environ.get('XLA_FLAGS', '').split()
+        if not f.startswith('--xla_force_host_platform_device_count')
+    ]
+    env = dict(
+        os.environ, XLA_FLAGS=' '.join([*flags, '--xla_force_host_platform_device_count=2'])
+    )
     port = str(_free_port())
     procs = [
         subprocess.Popen(
@@ -141,7 +150,9 @@ def test_data_parallel_step_across_two_processes(tmp_path):
     }
     assert saved.keys() == expected.keys()
     for key in expected:
-        np.testing.assert_allclose(saved[key], expected[key], rtol=2e-5, atol=2e-6, err_msg=key)
+        # The same float32 Adam tolerance as above: across processes the gradients
+        # are summed in another order too.
+        np.testing.assert_allclose(saved[key], expected[key], rtol=2e-5, atol=1e-5, err_msg=key)
 
 
 def _restore_target(abstract, mesh, rules):

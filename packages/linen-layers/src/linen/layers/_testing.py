@@ -324,11 +324,12 @@ def _check_remat(desc: LayerDescriptor):
 def _check_float64(desc: LayerDescriptor):
     inputs = _inputs(desc)
     variables = _variables(desc)
-    expected = _apply(desc, desc.make(), variables, *inputs)
+    # Compiled on both sides (eager apply is the 'apply' check): under x64 every op
+    # would compile again for the 64-bit dtypes, and a compiled program may round a
+    # low-precision compute dtype differently from the eager one.
+    expected = jax.jit(lambda v, *xs: _apply(desc, desc.make(), v, *xs))(variables, *inputs)
     with jax.enable_x64(True):
         inputs64 = _cast_floats(inputs, jnp.float64)
-        # Compiled (eager float32 apply is the 'apply' check): under x64 every op
-        # would compile again for the 64-bit dtypes.
         out = jax.jit(lambda v, *xs: _apply(desc, desc.make(), v, *xs))(variables, *inputs64)
         # Initialization must also work with 64-bit inputs.
         jax.eval_shape(lambda *xs: _init(desc, *xs), *inputs64)
