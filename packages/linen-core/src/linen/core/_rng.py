@@ -16,6 +16,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from linen.core._lazy_init import _CONCRETE, concrete_call
 from linen.core.errors import InvalidRngError
 
 _FIX_SEPARATOR: list[bool] = [False]
@@ -75,6 +76,8 @@ def fold_in_path(key: Any, items: tuple[str | int, ...]) -> Any:
     """Fold a path into ``key`` by the rule above."""
     if not items:
         return key
+    if _CONCRETE[0]:  # an eager lazy_init: the root key is concrete, fold off the trace
+        return concrete_call(jax.random.fold_in, key, np.uint32(path_hash(items)))
     return jax.random.fold_in(key, np.uint32(path_hash(items)))
 
 

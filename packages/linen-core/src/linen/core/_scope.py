@@ -24,7 +24,7 @@ import numpy as np
 
 from linen.core import errors
 from linen.core._filters import Filter, in_filter
-from linen.core._lazy_init import partial_init
+from linen.core._lazy_init import _CONCRETE, concrete_call, partial_init
 from linen.core._rng import LazyRng, RngStream, check_rngs
 from linen.core.config import config
 
@@ -571,7 +571,11 @@ class Scope:
                 if self.is_collection_empty(col):
                     raise errors.ScopeCollectionNotFound(col, name, self.path_text)
                 raise errors.ScopeVariableNotFoundError(name, col, self.path_text)
-            self.put_variable(col, name, init_fn(*init_args, **init_kwargs))
+            if _CONCRETE[0]:  # an eager lazy_init: off its shape trace
+                value = concrete_call(init_fn, *init_args, **init_kwargs)
+            else:
+                value = init_fn(*init_args, **init_kwargs)
+            self.put_variable(col, name, value)
         return Variable(self, col, name, unbox=unbox)
 
     def param(
@@ -605,7 +609,10 @@ class Scope:
                 key = self._unused_rng('params')
             else:
                 key = self.make_rng('params')
-            value = init_fn(key, *init_args, **init_kwargs)
+            if _CONCRETE[0]:  # an eager lazy_init: off its shape trace
+                value = concrete_call(init_fn, key, *init_args, **init_kwargs)
+            else:
+                value = init_fn(key, *init_args, **init_kwargs)
             self.put_variable('params', name, value)
             boxed = _is_boxed(value)
         else:
