@@ -37,8 +37,21 @@ FULL_PLAN = Plan(reps=7, import_reps=5, compile_reps=3, eager_calls=200, step_ca
 SMOKE_PLAN = Plan(reps=1, import_reps=1, compile_reps=1, eager_calls=2, step_calls=2, warmup=False)
 
 
-def run(out: Path, smoke: bool = False, peers: tuple[str, ...] = PEER_NAMES, log=print):
-    """Run every measure and write the results; returns the list of rows."""
+# Groups of rows `--only` selects (a quick check of the rows a change touches).
+GROUPS = ('import', 'trace', 'calls', 'init', 'lazy_init', 'per_call', 'hlo', 'train', 'compile')
+
+
+def run(
+    out: Path,
+    smoke: bool = False,
+    peers: tuple[str, ...] = PEER_NAMES,
+    log=print,
+    only: tuple[str, ...] = GROUPS,
+):
+    """Run the measures of the groups in ``only`` (default: all) and write the results.
+
+    Returns the list of rows.
+    """
     start = time.perf_counter()
     sizes, plan = (SMOKE, SMOKE_PLAN) if smoke else (FULL, FULL_PLAN)
     selected = tuple(p for p in PEERS if p.name in peers or p.name == 'jax')
@@ -60,17 +73,46 @@ def run(out: Path, smoke: bool = False, peers: tuple[str, ...] = PEER_NAMES, log
     res = f'{s.res_blocks} residual blocks (width {s.res_width})'
     rows = []
 
-    step('import')
-    rows.append(m.measure_import(bench, plan.import_reps))
-    step('trace')
-    rows.append(m.measure_trace(bench, 'mlp', f'trace, {mlp}', '≤ ×1.10', plan.reps))
-    rows.append(m.measure_trace(bench, 'transformer', f'trace, {tf}', '≤ ×1.10', plan.reps))
-    step('python calls per trace')
-    rows.append(m.measure_trace_calls(bench, 'mlp', f'Python calls per trace, {mlp}', profile_dir))
-    rows.append(
-        m.measure_trace_calls(bench, 'transformer', f'Python calls per trace, {tf}', profile_dir)
-    )
-    step('init')
+    if 'import' in only:
+        step('import')
+        rows.append(m.measure_import(bench, plan.import_reps))
+    if 'trace' in only:
+        step('trace')
+        rows.append(m.measure_trace(bench, 'mlp', f'trace, {mlp}', '≤ ×1.10', plan.reps))
+        rows.append(m.measure_trace(bench, 'transformer', f'trace, {tf}', '≤ ×1.10', plan.reps))
+    if 'calls' in only:
+        step('python calls per trace')
+        rows.append(
+            m.measure_trace_calls(bench, 'mlp', f'Python calls per trace, {mlp}', profile_dir)
+        )
+        rows.append(
+            m.measure_trace_calls(
+                bench, 'transformer', f'Python calls per trace, {tf}', profile_dir
+            )
+        )
+    if 'init' in only:
+        step('init')
+        rows += _init_rows(bench, plan, mlp, tf)
+    if 'lazy_init' in only:
+        step('lazy_init')
+        rows += _lazy_rows(bench, plan, mlp, tf, tiny)
+    if 'per_call' in only:
+        step('per-call overheads')
+        rows += _per_call_rows(bench, plan, tiny)
+    if 'hlo' in only:
+        step('compiled programs')
+        rows += _hlo_rows(bench, plan, mlp, tf, tiny, hlo_dir)
+    if 'train' in only:
+        step('train step')
+        rows += _train_rows(bench, plan, mlp, tf)
+    if 'compile' in only:
+        step('compile, scanned vs unrolled')
+        rows += _compile_rows(bench, plan, res)
+    return _finish(out, rows, selected, bench, smoke, plan, sizes, start, step, log)
+
+
+def _init_rows(bench, plan, mlp, tf):
+    rows = []
     vs_pf = 'vs pure JAX params + forward'
     for model, label in (('mlp', mlp), ('transformer', tf)):
         rows.append(
@@ -82,7 +124,11 @@ def run(out: Path, smoke: bool = False, peers: tuple[str, ...] = PEER_NAMES, log
                 bench, model, f'trace of init {vs_pf}, {label}', '≤ ×1.10', plan.reps
             )
         )
-    step('lazy_init')
+    return rows
+
+
+def _lazy_rows(bench, plan, mlp, tf, tiny):
+    rows = []
     for model, label in (('mlp', mlp), ('transformer', tf)):
         rows.append(
             m.measure_lazy_init(
@@ -92,25 +138,33 @@ def run(out: Path, smoke: bool = False, peers: tuple[str, ...] = PEER_NAMES, log
     rows.append(
         m.measure_init_jit_first(bench, 'tiny', f'first call of jit(init), {tiny}', plan.reps)
     )
-    step('per-call overheads')
-    rows.append(
+    return rows
+
+
+def _per_call_rows(bench, plan, tiny):
+    return [
         m.measure_apply_eager(
             bench, 'tiny', f'eager apply per call, {tiny}', '≤ ×1.50', plan.reps, plan.eager_calls
-        )
-    )
-    rows.append(
+        ),
         m.measure_apply_jit_dispatch(
             bench, 'tiny', f'jitted dispatch per call, {tiny}', plan.reps, plan.eager_calls
-        )
-    )
-    step('compiled programs')
+        ),
+    ]
+
+
+def _hlo_rows(bench, plan, mlp, tf, tiny, hlo_dir):
+    rows = []
     for model, label in (('tiny', tiny), ('mlp', mlp), ('transformer', tf)):
         rows.append(m.measure_hlo(bench, model, f'optimized HLO vs pure JAX, {label}', hlo_dir))
     rows.append(m.measure_step(bench, 'mlp', f'compiled step, {mlp}', plan.reps, plan.step_calls))
     rows.append(
         m.measure_step(bench, 'transformer', f'compiled step, {tf}', plan.reps, plan.step_calls)
     )
-    step('train step')
+    return rows
+
+
+def _train_rows(bench, plan, mlp, tf):
+    rows = []
     for model, label in (('mlp', mlp), ('transformer', tf)):
         rows.append(
             m.measure_train_trace(
@@ -127,13 +181,18 @@ def run(out: Path, smoke: bool = False, peers: tuple[str, ...] = PEER_NAMES, log
                 plan.step_calls,
             )
         )
-    step('compile, scanned vs unrolled')
+    return rows
+
+
+def _compile_rows(bench, plan, res):
     scan = m.measure_compile(bench, 'scan', f'lower + compile, {res} scanned', plan.compile_reps)
     unrolled = m.measure_compile(
         bench, 'unrolled', f'lower + compile, {res} unrolled', plan.compile_reps
     )
-    rows += [scan, unrolled, m.unrolled_over_scanned(bench, scan, unrolled)]
+    return [scan, unrolled, m.unrolled_over_scanned(bench, scan, unrolled)]
 
+
+def _finish(out, rows, selected, bench, smoke, plan, sizes, start, step, log):
     wall = time.perf_counter() - start
     meta = {
         'mode': 'smoke' if smoke else 'full',
@@ -160,6 +219,11 @@ def main(argv=None) -> None:
         help='comma list of columns (pure JAX is always measured)',
     )
     parser.add_argument(
+        '--only',
+        default=','.join(GROUPS),
+        help=f'comma list of row groups to run ({", ".join(GROUPS)}); default: all',
+    )
+    parser.add_argument(
         '--publish',
         action='store_true',
         help='also copy the table to benchmarks/RESULTS.md (full runs only)',
@@ -167,7 +231,12 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.publish and args.smoke:
         parser.error('--publish is for full runs: a smoke table says nothing about speed')
-    run(args.out, smoke=args.smoke, peers=tuple(args.peers.split(',')))
+    only = tuple(args.only.split(','))
+    if unknown := set(only) - set(GROUPS):
+        parser.error(f'--only: unknown groups {sorted(unknown)}; known: {", ".join(GROUPS)}')
+    if args.publish and set(only) != set(GROUPS):
+        parser.error('--publish needs every row: drop --only')
+    run(args.out, smoke=args.smoke, peers=tuple(args.peers.split(',')), only=only)
     if args.publish:
         RESULTS.write_text((args.out / 'results.md').read_text())
 

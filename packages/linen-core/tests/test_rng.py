@@ -198,3 +198,31 @@ def test_lazy_rng_create_and_as_jax_rng():
     want = jax.random.key_data(fold_in_path(key, ('a', 2)))
     assert (jax.random.key_data(rng.as_jax_rng()) == want).all()
     assert rng.clear_suffix().suffix == () and rng.clear_suffix().rng is key
+
+
+def test_constant_initializer_counts_its_draw_but_derives_no_key():
+    # zeros/ones ignore their key, so no fold-in is computed for them (Flax folds one
+    # in and throws it away); the draw still counts, so the next key is the second.
+    root = jax.random.key(11)
+
+    def fn(scope):
+        scope.param('bias', jax.nn.initializers.zeros, (3,), jnp.float32)
+        scope.param('scale', jax.nn.initializers.ones, (3,), jnp.float32)
+        return scope.param('kernel', jax.nn.initializers.normal(1.0), (3,), jnp.float32)
+
+    kernel, variables = init(fn)(root)
+    key3 = jax.random.fold_in(root, np.uint32(expected_int(b'\x03')))
+    np.testing.assert_array_equal(kernel, jax.random.normal(key3, (3,), jnp.float32))
+    np.testing.assert_array_equal(variables['params']['bias'], np.zeros(3, np.float32))
+    np.testing.assert_array_equal(variables['params']['scale'], np.ones(3, np.float32))
+    jaxpr = jax.make_jaxpr(lambda k: init(fn)(k)[1])(root)
+    folds = [e for e in jaxpr.jaxpr.eqns if e.primitive.name == 'random_fold_in']
+    assert len(folds) == 1  # the kernel's only
+
+
+def test_constant_initializer_without_rngs_still_raises():
+    def fn(scope):
+        return scope.param('bias', jax.nn.initializers.zeros, (3,), jnp.float32)
+
+    with pytest.raises(errors.InvalidRngError):
+        init(fn)({})

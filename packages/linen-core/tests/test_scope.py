@@ -357,6 +357,25 @@ def test_lazy_init_names_the_variable_that_needs_an_abstract_input():
     np.testing.assert_array_equal(out['cache']['x'], [2.0, 4.0])
 
 
+def test_lazy_init_param_reading_an_abstract_input_is_named_and_a_concrete_one_works():
+    # Initialisers run outside the shape trace when they can; one that reads the
+    # abstract input cannot, runs again inside it, and its parameter is named.
+    def reads_input(scope, x):
+        w = scope.param('w', lambda k: jax.random.normal(k, (2,)))
+        scope.param('p', lambda k: x + w)
+        return x
+
+    sds = jax.ShapeDtypeStruct((2,), jnp.float32)
+    with pytest.raises(errors.LazyInitError, match='params/p'):
+        lazy_init(reads_input)(jax.random.key(0), sds)
+    x = jnp.array([1.0, 2.0])
+    lazy = lazy_init(reads_input)(jax.random.key(0), x)
+    eager = init(reads_input)(jax.random.key(0), x)[1]
+    for name in ('w', 'p'):
+        np.testing.assert_array_equal(lazy['params'][name], eager['params'][name])
+    np.testing.assert_array_equal(lazy['params']['p'], x + eager['params']['w'])
+
+
 def test_apply_under_jit_grad_vmap():
     x = jnp.arange(10.0).reshape(2, 5)
     variables = init(mlp)(jax.random.key(0), x)[1]

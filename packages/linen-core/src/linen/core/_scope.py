@@ -24,7 +24,7 @@ import numpy as np
 
 from linen.core import errors
 from linen.core._filters import Filter, in_filter
-from linen.core._lazy_init import partial_init
+from linen.core._lazy_init import _CONCRETE, concrete_call, partial_init
 from linen.core._rng import LazyRng, RngStream, check_rngs
 from linen.core.config import config
 
@@ -33,6 +33,9 @@ __all__ = ['Array', 'LazyRng', 'Scope', 'Variable', 'init', 'apply', 'bind', 'la
 Array = jax.Array
 
 _ABSENT = object()
+# Initializers that never read their key (Flax's defaults for biases and scales).
+_ZEROS = jax.nn.initializers.zeros
+_ONES = jax.nn.initializers.ones
 _CHILD = object()  # marks child entries in a scope's rng counters
 
 
@@ -568,7 +571,11 @@ class Scope:
                 if self.is_collection_empty(col):
                     raise errors.ScopeCollectionNotFound(col, name, self.path_text)
                 raise errors.ScopeVariableNotFoundError(name, col, self.path_text)
-            self.put_variable(col, name, init_fn(*init_args, **init_kwargs))
+            if _CONCRETE[0]:  # an eager lazy_init: off its shape trace
+                value = concrete_call(init_fn, *init_args, **init_kwargs)
+            else:
+                value = init_fn(*init_args, **init_kwargs)
+            self.put_variable(col, name, value)
         return Variable(self, col, name, unbox=unbox)
 
     def param(
@@ -595,7 +602,17 @@ class Scope:
                 if self.is_collection_empty('params'):
                     raise errors.ScopeCollectionNotFound('params', name, self.path_text)
                 raise errors.ScopeParamNotFoundError(name, self.path_text)
-            value = init_fn(self.make_rng('params'), *init_args, **init_kwargs)
+            if init_fn is _ZEROS or init_fn is _ONES:
+                # These ignore their key: draw it (the stream's count moves on and a
+                # missing key still raises) but skip the fold-in, a dispatched op
+                # eagerly and dead equations in a trace. The values are unchanged.
+                key = self._unused_rng('params')
+            else:
+                key = self.make_rng('params')
+            if _CONCRETE[0]:  # an eager lazy_init: off its shape trace
+                value = concrete_call(init_fn, key, *init_args, **init_kwargs)
+            else:
+                value = init_fn(key, *init_args, **init_kwargs)
             self.put_variable('params', name, value)
             boxed = _is_boxed(value)
         else:
@@ -615,6 +632,15 @@ class Scope:
 
     def make_rng(self, name: str = 'params') -> Any:
         """The next key of stream ``name`` (falling back to ``'params'``)."""
+        stream, count = self._next_rng(name)
+        return stream.derive(count)
+
+    def _unused_rng(self, name: str) -> Any:
+        """``make_rng(name)`` for a consumer that ignores the key: the draw is counted
+        (and a missing stream raises) but no key is derived; the root key stands in."""
+        return self._next_rng(name)[0].key
+
+    def _next_rng(self, name: str) -> tuple[RngStream, int]:
         if not self._root.valid:
             self._check_valid()
         rngs = self._rngs
@@ -632,7 +658,7 @@ class Scope:
             name = 'params'
         count = self.rng_counters.get(name, 0) + 1
         self.rng_counters[name] = count
-        return stream.derive(count)
+        return stream, count
 
     # -- results ------------------------------------------------------------------
 

@@ -33,15 +33,18 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import ml_dtypes  # noqa: F401  (registers bfloat16, float8_*, int4 ... in np.sctypeDict)
-import msgpack
 import numpy as np
+
+if TYPE_CHECKING:
+    import msgpack
 
 from linen.core.errors import InvalidCheckpointError
 from linen.core.frozen_dict import FrozenDict
@@ -67,6 +70,17 @@ _EXT_NATIVE_COMPLEX = 2
 _EXT_NPSCALAR = 3
 
 _CHUNKED_MARKER = '__msgpack_chunked_array__'
+
+
+@functools.cache
+def _msgpack() -> Any:
+    # Imported on the first checkpoint written or read, not by `import linen.nn`
+    # (struct, hence every Module, imports this module for its state-dict registry).
+    import msgpack
+
+    return msgpack
+
+
 _KEY_MARKER = '__linen_prng_key__'
 
 _ToState = Callable[[Any], Any]
@@ -361,7 +375,7 @@ def _prepare(x: Any) -> Any:
 
 
 def _packb(obj: Any, **kwargs: Any) -> bytes:
-    packed = msgpack.packb(obj, **kwargs)
+    packed = _msgpack().packb(obj, **kwargs)
     assert packed is not None  # packb returns None only when writing to a stream
     return packed
 
@@ -372,11 +386,11 @@ def _pack_array(arr: np.ndarray | np.generic) -> bytes:
 
 def _ext_pack(x: Any) -> msgpack.ExtType:
     if isinstance(x, np.ndarray):
-        return msgpack.ExtType(_EXT_NDARRAY, _pack_array(x))
+        return _msgpack().ExtType(_EXT_NDARRAY, _pack_array(x))
     if isinstance(x, np.generic):
-        return msgpack.ExtType(_EXT_NPSCALAR, _pack_array(x))
+        return _msgpack().ExtType(_EXT_NPSCALAR, _pack_array(x))
     if type(x) is complex:
-        return msgpack.ExtType(_EXT_NATIVE_COMPLEX, _packb((x.real, x.imag)))
+        return _msgpack().ExtType(_EXT_NATIVE_COMPLEX, _packb((x.real, x.imag)))
     raise TypeError(
         f'Cannot serialize a value of type {type(x).__name__}: checkpoints hold arrays, '
         'NumPy scalars, Python numbers, str, bytes, None and containers of them.'
@@ -453,7 +467,7 @@ def _corrupt_record(problem: str) -> InvalidCheckpointError:
 
 def _decode_array(data: bytes, scalar: bool) -> Any:
     try:
-        record = msgpack.unpackb(data, raw=False)
+        record = _msgpack().unpackb(data, raw=False)
     except Exception as e:
         raise _corrupt_record(f'{type(e).__name__}: {e}') from e
     if not isinstance(record, list) or len(record) != 3:
@@ -490,7 +504,7 @@ def _decode_ext(ext: msgpack.ExtType) -> Any:
         return _decode_array(ext.data, scalar=True)
     if ext.code == _EXT_NATIVE_COMPLEX:
         try:
-            real, imag = msgpack.unpackb(ext.data)
+            real, imag = _msgpack().unpackb(ext.data)
             if not all(type(v) in (int, float) for v in (real, imag)):
                 raise TypeError(f'parts of types {type(real).__name__}, {type(imag).__name__}')
             return complex(real, imag)
@@ -554,7 +568,7 @@ def _decode(x: Any, depth: int = 0) -> Any:
             f'The checkpoint nests containers more than {_MAX_DEPTH} deep at path '
             f'{current_path()[:200]}...; it is corrupt or crafted.'
         )
-    if isinstance(x, msgpack.ExtType):
+    if isinstance(x, _msgpack().ExtType):
         return _decode_ext(x)
     if isinstance(x, dict):
         out = {}
@@ -587,7 +601,7 @@ def msgpack_restore(encoded_pytree: bytes) -> Any:
             "checkpoint file in binary mode ('rb')."
         )
     try:
-        raw = msgpack.unpackb(encoded_pytree, raw=False)
+        raw = _msgpack().unpackb(encoded_pytree, raw=False)
     except Exception as e:
         raise InvalidCheckpointError(
             f'Could not decode {len(encoded_pytree)} bytes of checkpoint: '

@@ -48,6 +48,12 @@ def explicit_mesh(*operands: Any) -> Any:
     for x in operands:
         if x is None:
             continue
+        if not isinstance(x, jax.core.Tracer) and not isinstance(
+            getattr(x, 'sharding', None), NamedSharding
+        ):
+            # A concrete array's own sharding is cheap to read (its type is built on
+            # each ask); explicit axes only ever come with a NamedSharding.
+            continue
         mesh = getattr(_sharding(x), 'mesh', None)
         if mesh is None or mesh.empty:
             continue
@@ -187,7 +193,7 @@ def inferable_dot_general_operands(lhs: Any, rhs: Any, dimension_numbers: Any) -
 
 def dense_out_sharding(inputs: Any, kernel: Any) -> NamedSharding | None:
     """``out_sharding`` for ``inputs @ kernel`` with a 2-D kernel."""
-    ndim = len(jax.typeof(inputs).shape)
+    ndim = jnp.ndim(inputs)
     return dot_general_out_sharding(inputs, kernel, (((ndim - 1,), (0,)), ((), ())))
 
 

@@ -181,6 +181,10 @@ def _flat_cached(init, n_in, n_out):
 
 def _flat_init(init, n_in: int, n_out: int | None):
     """The same initializer object for the same arguments (the shape-check cache keys on it)."""
+    if init is initializers.zeros or init is initializers.ones:
+        # A constant has no fan to respect: reshaping the flat one gives the same array,
+        # and the bare initializer lets the scope skip deriving a key it would ignore.
+        return init
     try:
         return _flat_cached(init, n_in, n_out)
     except TypeError:  # an unhashable initializer
