@@ -127,9 +127,7 @@ def test_data_parallel_step_across_two_processes(tmp_path):
         for f in os.environ.get('XLA_FLAGS', '').split()
         if not f.startswith('--xla_force_host_platform_device_count')
     ]
-    env = dict(
-        os.environ, XLA_FLAGS=' '.join([*flags, '--xla_force_host_platform_device_count=2'])
-    )
+    env = dict(os.environ, XLA_FLAGS=' '.join([*flags, '--xla_force_host_platform_device_count=2']))
     port = str(_free_port())
     procs = [
         subprocess.Popen(

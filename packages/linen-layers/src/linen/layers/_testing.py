@@ -314,9 +314,9 @@ def _check_remat(desc: LayerDescriptor):
     argnums = (0, 1 + float_inputs[0])
     # Compiled: one program per gradient costs far less than compiling each op of an
     # eager backward pass, and remat's recomputation is only visible in a traced one.
-    g_plain = jax.jit(
-        jax.grad(loss(lambda v, *xs: _apply(desc, module, v, *xs)), argnums=argnums)
-    )(variables, *inputs)
+    g_plain = jax.jit(jax.grad(loss(lambda v, *xs: _apply(desc, module, v, *xs)), argnums=argnums))(
+        variables, *inputs
+    )
     g_remat = jax.jit(jax.grad(loss(apply_remat), argnums=argnums))(variables, *inputs)
     _assert_trees_close(g_remat, g_plain, what='grad under remat', rtol=1e-5, atol=1e-5)
 
