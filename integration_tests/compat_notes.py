@@ -48,12 +48,19 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
         ),
         **{
             n: (
-                'supported',
-                'Modules and Variables among the operands (`while_loop`: in the carry) and in '
-                "`mdl`'s fields are lifted, as in Flax.",
+                'differs',
+                'Modules and Variables among the operands and in `mdl`\'s fields are lifted, '
+                'as in Flax. Differs: the `variables=` and `rngs=` filters are accepted but '
+                'every collection and rng stream is lifted, so a program Flax runs gives the '
+                'same result, while a branch touching a collection outside the filter is '
+                'not rejected as in Flax.',
             )
-            for n in ('cond', 'switch', 'while_loop')
+            for n in ('cond', 'switch')
         },
+        'while_loop': (
+            'supported',
+            "Modules and Variables in the carry and in `mdl`'s fields are lifted, as in Flax.",
+        ),
         'add_metadata_axis': (
             'supported',
             'one `map_variables` per collection, as in Flax (class `Map_variables<Target>`).',
