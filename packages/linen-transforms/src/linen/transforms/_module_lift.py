@@ -93,31 +93,41 @@ def lift_method(fn: Callable, make_lifted: MakeLifted, multi_scope: bool = False
 
     @functools.wraps(fn)
     def lifted(self, *args, **kwargs):
-        scope = self.scope
-        if scope is None:
-            raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
         compact = is_compact or in_compact_method(self)
-        check_setup(self)
-        objects: list = []
-        fields: dict = {}
-        if multi_scope:
-            args, kwargs, objects = _args.extract(args, kwargs)
-            fields = _args.extract_fields(self, objects)
 
-        def body(inner_scope, *a, **k):
-            updates = {}
-            if objects:
-                inner_scope, others = inner_scope[0], inner_scope[1:]
-                a, k = _args.restore(a, k, objects, others)
-                updates = _args.restore_fields(fields, objects, others)
-            clone = self.clone(parent=inner_scope, **updates)
-            y = call_wrapped_method(clone, fn, method_name, compact, a, k)
-            return _check_returns(y, method_name)
+        def run(clone, a, k):
+            return call_wrapped_method(clone, fn, method_name, compact, a, k)
 
-        scopes = (scope, *_args.scopes_of(objects)) if objects else scope
-        return make_lifted(body)(scopes, *args, **kwargs)
+        return _run_lifted(self, method_name, make_lifted, multi_scope, run, args, kwargs)
 
     return _mark(lifted)
+
+
+def _run_lifted(self, method_name, make_lifted, multi_scope, run, args, kwargs):
+    """Run ``run(clone, args, kwargs)`` under the transform, on a clone of ``self``
+    bound to the inner scope (and, with ``multi_scope``, the Modules and Variables
+    among the arguments and fields lifted alongside)."""
+    scope = self.scope
+    if scope is None:
+        raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
+    check_setup(self)
+    objects: list = []
+    fields: dict = {}
+    if multi_scope:
+        args, kwargs, objects = _args.extract(args, kwargs)
+        fields = _args.extract_fields(self, objects)
+
+    def body(inner_scope, *a, **k):
+        updates = {}
+        if objects:
+            inner_scope, others = inner_scope[0], inner_scope[1:]
+            a, k = _args.restore(a, k, objects, others)
+            updates = _args.restore_fields(fields, objects, others)
+        clone = self.clone(parent=inner_scope, **updates)
+        return _check_returns(run(clone, a, k), method_name)
+
+    scopes = (scope, *_args.scopes_of(objects)) if objects else scope
+    return make_lifted(body)(scopes, *args, **kwargs)
 
 
 def lift_class(
@@ -144,27 +154,10 @@ def _class_method(
 ) -> Callable:
     @functools.wraps(orig)
     def lifted(self, *args, **kwargs):
-        scope = self.scope
-        if scope is None:
-            raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
-        check_setup(self)
-        objects: list = []
-        fields: dict = {}
-        if multi_scope:
-            args, kwargs, objects = _args.extract(args, kwargs)
-            fields = _args.extract_fields(self, objects)
+        def run(clone, a, k):
+            return orig(clone, *a, **k)
 
-        def body(inner_scope, *a, **k):
-            updates = {}
-            if objects:
-                inner_scope, others = inner_scope[0], inner_scope[1:]
-                a, k = _args.restore(a, k, objects, others)
-                updates = _args.restore_fields(fields, objects, others)
-            clone = self.clone(parent=inner_scope, **updates)
-            return _check_returns(orig(clone, *a, **k), method_name)
-
-        scopes = (scope, *_args.scopes_of(objects)) if objects else scope
-        return make_lifted(body)(scopes, *args, **kwargs)
+        return _run_lifted(self, method_name, make_lifted, multi_scope, run, args, kwargs)
 
     return _mark(lifted)
 
