@@ -5,11 +5,7 @@ variable collections (collection -> nested dict keyed by path) and the
 mutability filter. A scope caches the dict of its own path per collection, so
 reading a parameter is two dict lookups whatever the model's depth.
 
-``Scope.param`` on apply checks that a stored value has the shape its
-initializer would give. Flax re-runs ``jax.eval_shape`` of the initializer on
-every call (most of its tracing overhead); here the abstract result is cached
-per (initializer, arguments), so the check costs a dict lookup after the first
-time a shape is seen.
+``Scope.param`` on apply checks a stored value's shape (``_param_shapes.py``).
 """
 
 from __future__ import annotations
@@ -20,11 +16,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
-import numpy as np
 
 from linen.core import errors
 from linen.core._filters import Filter, in_filter
 from linen.core._lazy_init import _CONCRETE, concrete_call, partial_init
+from linen.core._param_shapes import check_param_shape
 from linen.core._rng import LazyRng, RngStream, check_rngs
 from linen.core.config import config
 
@@ -53,109 +49,6 @@ class _Root:
         # Scopes made inside a lifted transform keep their full path (for rng
         # streams and messages); `offset` leading names are above the variables.
         self.offset = offset
-
-
-# ---------------------------------------------------------------- shape checking
-
-_SHAPE_CACHE: dict[Any, Any] = {}
-_SHAPE_CACHE_LIMIT = 8192
-_ABSTRACT_KEY: list[Any] = []
-
-
-def _abstract_key():
-    if not _ABSTRACT_KEY:
-        # Made outside any trace, so no key creation is staged into the caller's jaxpr.
-        with jax.ensure_compile_time_eval():
-            dtype = jax.random.key(0).dtype
-        _ABSTRACT_KEY.append(jax.ShapeDtypeStruct((), dtype))
-    return _ABSTRACT_KEY[0]
-
-
-class _Same:
-    """Hashes and compares by identity (a code object's own hash walks its bytes)."""
-
-    __slots__ = ('obj',)
-
-    def __init__(self, obj: Any):
-        self.obj = obj  # the reference keeps the id from being reused
-
-    def __hash__(self) -> int:
-        return id(self.obj)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Same) and other.obj is self.obj
-
-
-def _structural_key(fn: Any) -> Any:
-    """A key equal for initializers that compute the same thing.
-
-    ``nn.initializers.lecun_normal()`` called inside ``__call__`` makes a new
-    closure on every trace; its code and closure values still identify it.
-    Unhashable closures fall back to the object itself.
-    """
-    code = getattr(fn, '__code__', None)
-    if code is not None:
-        try:
-            cells = tuple(c.cell_contents for c in fn.__closure__ or ())
-            key = (_Same(code), cells, fn.__defaults__, tuple((fn.__kwdefaults__ or {}).items()))
-            hash(key)
-            return key
-        except (TypeError, ValueError):
-            return fn
-    if isinstance(fn, functools.partial):
-        try:
-            key = ('partial', _structural_key(fn.func), fn.args, tuple(fn.keywords.items()))
-            hash(key)
-            return key
-        except TypeError:
-            return fn
-    return fn
-
-
-def _init_shapes(init_fn: Callable, init_args: tuple, init_kwargs: dict) -> tuple:
-    """``(shape if one leaf else None, [shape of each leaf])`` of ``init_fn(key, *init_args)``."""
-    kwargs_key = tuple(init_kwargs.items()) if init_kwargs else ()
-    try:
-        cache_key = (init_fn, init_args, kwargs_key)
-        shapes = _SHAPE_CACHE.get(cache_key)
-        if shapes is not None:
-            return shapes
-        structural = (_structural_key(init_fn), init_args, kwargs_key)
-        shapes = _SHAPE_CACHE.get(structural)
-    except TypeError:
-        cache_key = structural = None
-        shapes = None
-    if shapes is None:
-        with jax.ensure_compile_time_eval():
-            abstract = jax.eval_shape(
-                lambda k: init_fn(k, *init_args, **init_kwargs), _abstract_key()
-            )
-        leaves = [tuple(np.shape(leaf)) for leaf in jax.tree_util.tree_leaves(abstract)]
-        shapes = (leaves[0] if len(leaves) == 1 else None, leaves)
-    if cache_key is not None:
-        if len(_SHAPE_CACHE) >= _SHAPE_CACHE_LIMIT:
-            _SHAPE_CACHE.clear()
-        _SHAPE_CACHE[cache_key] = shapes
-        _SHAPE_CACHE[structural] = shapes
-    return shapes
-
-
-def _check_param_shape(scope, name, value, init_fn, init_args, init_kwargs, boxed=None) -> None:
-    one, expected = _init_shapes(init_fn, init_args, init_kwargs)
-    if boxed is None:
-        boxed = _is_boxed(value)
-    if one is not None and not boxed:
-        try:
-            shape = value.shape
-        except AttributeError:
-            shape = None
-        if shape is not None:
-            if tuple(shape) != one:
-                raise errors.ScopeParamShapeError(name, scope.path_text, shape, one)
-            return
-    for leaf, want in zip(jax.tree_util.tree_leaves(value), expected):
-        if tuple(np.shape(leaf)) != want:
-            raise errors.ScopeParamShapeError(name, scope.path_text, np.shape(leaf), want)
 
 
 _META: list[Any] = []
@@ -620,7 +513,7 @@ class Scope:
             if boxed is None:
                 boxed = _is_boxed(value)
             if self.flags.get('shape_check', True):
-                _check_param_shape(self, name, value, init_fn, init_args, init_kwargs, boxed)
+                check_param_shape(self, name, value, init_fn, init_args, init_kwargs, boxed)
         if unbox and boxed:
             value = _unbox(value, self, 'params', name)
         return value
