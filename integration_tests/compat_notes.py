@@ -49,7 +49,7 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
         **{
             n: (
                 'differs',
-                'Modules and Variables among the operands and in `mdl`\'s fields are lifted, '
+                "Modules and Variables among the operands and in `mdl`'s fields are lifted, "
                 'as in Flax. Differs: the `variables=` and `rngs=` filters are accepted but '
                 'every collection and rng stream is lifted, so a program Flax runs gives the '
                 'same result, while a branch touching a collection outside the filter is '
