@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import cProfile
+import functools
 import io
 import os
 import pstats
@@ -18,6 +19,7 @@ import jax.numpy as jnp
 
 from benchmarks._bench import Bench
 from benchmarks._hlo import summarize
+from benchmarks._impl import Impl
 from benchmarks._rows import Row, human_seconds, unavailable_cell
 from benchmarks._timing import median, per_call, timed
 
@@ -372,6 +374,96 @@ def measure_apply_jit_dispatch(bench: Bench, model: str, label: str, reps: int, 
         return t
 
     return _ratio_row(bench, row, model, sample, reps)
+
+
+# 4b. lifted jit over instances of one class ------------------------------------------
+
+# JAX reports each XLA compilation under this event (jax 0.10 and 0.12 alike).
+COMPILE_EVENT = '/jax/core/compile/backend_compile_duration'
+
+
+def _count_compiles(fn: Callable[[], Any]) -> int:
+    count = 0
+
+    def listen(event, duration, **kwargs):
+        nonlocal count
+        if event == COMPILE_EVENT:
+            count += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        jax.block_until_ready(fn())
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    return count
+
+
+def _jit_tower(peer: str, width: int, instances: int):
+    """``instances`` lifted-jit instances of one fresh class, as an :class:`Impl`; ``None``
+    for a library without a lifted jit (Haiku)."""
+    if peer == 'jax':
+        from benchmarks.models_jax import jit_tower
+
+        return jit_tower(width, instances)
+    if peer == 'equinox':
+        from benchmarks.models_equinox import jit_tower
+
+        return jit_tower(width, instances)
+    if peer in ('flax', 'linen'):
+        import importlib
+
+        from benchmarks.models_flax_style import flax_style_jit_tower
+
+        nn = importlib.import_module('flax.linen' if peer == 'flax' else 'linen.nn')
+        tower = flax_style_jit_tower(nn, width, instances)
+        return Impl(tower.init, tower.apply)
+    return None
+
+
+def measure_jit_instances(bench: Bench, label: str, instances: int = 10) -> Row:
+    """XLA compilations of the first and of a later apply of ``instances`` lifted-jit
+    instances of one class (profiling labels on, the default).
+
+    A tower of one instance of other fresh classes runs first, so what JAX compiles
+    once per process (eager kernels, initialiser shapes) is not counted.
+    """
+    row = Row('jit_instances_compiles', label, '1 compile', 'compiles')
+    width = bench.sizes.tiny_width
+    x = jnp.ones((bench.sizes.tiny_batch, width))
+    base = None
+    for peer in bench.peers:
+        name = peer.name
+        if (name, None) in bench.unavailable:
+            continue
+        try:
+            warm = _jit_tower(name, width, 1)
+            if warm is None:
+                row.cells[name] = '— (no lifted jit of a module)'
+                row.medians[name] = row.ratios[name] = None
+                continue
+            warm_params = warm.init(bench.key, x)
+            jax.block_until_ready(warm.apply(warm_params, x))
+            tower = _jit_tower(name, width, instances)
+            params = tower.init(bench.key, x)
+            run = functools.partial(tower.apply, params, x)
+            first = _count_compiles(run)
+            later = _count_compiles(run)
+        except Exception as exc:
+            bench.mark_unavailable(name, 'jit_tower', exc)  # re-raises but for linen
+            row.cells[name] = unavailable_cell(bench.reason(name, 'jit_tower') or '')
+            row.medians[name] = row.ratios[name] = None
+            continue
+        if name == BASELINE:
+            base = first
+        row.samples[name] = [float(first), float(later)]
+        row.medians[name] = float(first)
+        row.extra[name] = {'first_apply': first, 'later_apply': later}
+        row.cells[name] = f'{first} (then {later} per apply)'
+    for name, value in row.medians.items():
+        if value is not None and base:
+            row.ratios[name] = value / base
+    _fill_unavailable(bench, row, None)
+    return row
 
 
 # 5. compiled program -----------------------------------------------------------------

@@ -102,7 +102,8 @@ def write(out: Path, rows: list[Row], peers: tuple[Peer, ...], meta: dict[str, A
     out.mkdir(parents=True, exist_ok=True)
     v = meta['environment']['versions']
     header = (
-        f'Benchmarks ({meta["mode"]}, {meta["reps"]} interleaved repetitions, medians; '
+        f'Benchmarks ({meta["mode"]}, {meta.get("fast_reps", meta["reps"])} interleaved '
+        f'repetitions for traces, init and per-call rows, {meta["reps"]} elsewhere, medians; '
         f'JAX {v["jax"]}, Flax {v["flax"]}, Haiku {v["dm-haiku"]}, Equinox {v["equinox"]}, '
         f'{meta["environment"]["cpus"]} CPUs, {meta["wall_s"]:.0f} s). '
         'Ratios are to pure JAX in the same run.'

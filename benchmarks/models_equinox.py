@@ -154,3 +154,22 @@ def models(sizes: Sizes) -> dict[str, Impl]:
         'scan': _impl(lambda k: Scanned(s, k), 1),
         'unrolled': _impl(lambda k: Unrolled(s, k), 1),
     }
+
+
+def jit_tower(width: int, instances: int) -> Impl:
+    """``instances`` ``eqx.nn.Linear`` blocks run by one fresh ``eqx.filter_jit`` function:
+    Equinox's counterpart of ``instances`` ``nn.jit`` instances of one class."""
+
+    @eqx.filter_jit
+    def block(layer, x):
+        return jax.numpy.tanh(jax.vmap(layer)(x))
+
+    def init(key, x):
+        return [eqx.nn.Linear(width, width, key=k) for k in jax.random.split(key, instances)]
+
+    def apply(layers, x):
+        for layer in layers:
+            x = block(layer, x)
+        return x
+
+    return Impl(init, apply)

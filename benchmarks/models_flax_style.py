@@ -109,3 +109,29 @@ def flax_style_models(nn: Any, sizes: Sizes) -> dict[str, Any]:
         'scan': Scanned(s.res_blocks, s.res_width),
         'unrolled': Unrolled(s.res_blocks, s.res_width),
     }
+
+
+def flax_style_jit_tower(nn: Any, width: int, instances: int) -> Any:
+    """A fresh ``Tower`` class: ``instances`` ``nn.jit`` instances of one fresh ``Block``.
+
+    Fresh classes on every call, so a lifted jit's cache of an earlier call cannot
+    serve this one. ``Tower(width)`` maps ``(batch, width)`` to the same shape.
+    """
+
+    class Block(nn.Module):
+        width: int
+
+        @nn.compact
+        def __call__(self, x):
+            return nn.tanh(nn.Dense(self.width)(x))
+
+    class Tower(nn.Module):
+        width: int
+
+        @nn.compact
+        def __call__(self, x):
+            for _ in range(instances):
+                x = nn.jit(Block)(self.width)(x)
+            return x
+
+    return Tower(width)

@@ -151,3 +151,22 @@ def models(sizes: Sizes) -> dict[str, Impl]:
             _unrolled_apply,
         ),
     }
+
+
+def jit_tower(width: int, instances: int) -> Impl:
+    """``instances`` calls of one fresh ``jax.jit`` block, each with its own parameters:
+    the pure JAX counterpart of ``instances`` ``nn.jit`` instances of one class."""
+
+    @jax.jit
+    def block(p, x):
+        return jnp.tanh(_dense(p, x))
+
+    def init(key, x):
+        return [_dense_init(k, width, width) for k in jax.random.split(key, instances)]
+
+    def apply(params, x):
+        for p in params:
+            x = block(p, x)
+        return x
+
+    return Impl(init, apply)

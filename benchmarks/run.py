@@ -20,9 +20,15 @@ from benchmarks._sizes import FULL, SMOKE
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """Repetitions per measure; the full plan fits in 15 minutes on 2 cores."""
+    """Repetitions per measure; the full plan fits in 15 minutes on 2 cores.
+
+    ``fast_reps`` is for the rows whose samples take well under a second (traces,
+    init, lazy_init, per-call overheads), where extra repetitions are cheap and a
+    median of 7 still moved by ±10 % from run to run.
+    """
 
     reps: int
+    fast_reps: int
     import_reps: int
     compile_reps: int
     eager_calls: int
@@ -32,9 +38,13 @@ class Plan:
 
 RESULTS = Path(__file__).with_name('RESULTS.md')
 
-FULL_PLAN = Plan(reps=7, import_reps=5, compile_reps=3, eager_calls=200, step_calls=50)
+FULL_PLAN = Plan(
+    reps=7, fast_reps=15, import_reps=5, compile_reps=3, eager_calls=200, step_calls=50
+)
 # The smoke run only proves the code paths work: no warm-up round, one of everything.
-SMOKE_PLAN = Plan(reps=1, import_reps=1, compile_reps=1, eager_calls=2, step_calls=2, warmup=False)
+SMOKE_PLAN = Plan(
+    reps=1, fast_reps=1, import_reps=1, compile_reps=1, eager_calls=2, step_calls=2, warmup=False
+)
 
 
 # Groups of rows `--only` selects (a quick check of the rows a change touches).
@@ -78,8 +88,8 @@ def run(
         rows.append(m.measure_import(bench, plan.import_reps))
     if 'trace' in only:
         step('trace')
-        rows.append(m.measure_trace(bench, 'mlp', f'trace, {mlp}', '≤ ×1.10', plan.reps))
-        rows.append(m.measure_trace(bench, 'transformer', f'trace, {tf}', '≤ ×1.10', plan.reps))
+        for model, label in (('mlp', mlp), ('transformer', tf)):
+            rows.append(m.measure_trace(bench, model, f'trace, {label}', '≤ ×1.10', plan.fast_reps))
     if 'calls' in only:
         step('python calls per trace')
         rows.append(
@@ -116,12 +126,14 @@ def _init_rows(bench, plan, mlp, tf):
     vs_pf = 'vs pure JAX params + forward'
     for model, label in (('mlp', mlp), ('transformer', tf)):
         rows.append(
-            m.measure_init_eager(bench, model, f'eager init {vs_pf}, {label}', '≤ ×1.00', plan.reps)
+            m.measure_init_eager(
+                bench, model, f'eager init {vs_pf}, {label}', '≤ ×1.00', plan.fast_reps
+            )
         )
     for model, label in (('mlp', mlp), ('transformer', tf)):
         rows.append(
             m.measure_init_trace(
-                bench, model, f'trace of init {vs_pf}, {label}', '≤ ×1.10', plan.reps
+                bench, model, f'trace of init {vs_pf}, {label}', '≤ ×1.10', plan.fast_reps
             )
         )
     return rows
@@ -132,7 +144,11 @@ def _lazy_rows(bench, plan, mlp, tf, tiny):
     for model, label in (('mlp', mlp), ('transformer', tf)):
         rows.append(
             m.measure_lazy_init(
-                bench, model, f'lazy_init vs pure JAX params only, {label}', '≤ ×1.30', plan.reps
+                bench,
+                model,
+                f'lazy_init vs pure JAX params only, {label}',
+                '≤ ×1.30',
+                plan.fast_reps,
             )
         )
     rows.append(
@@ -144,10 +160,15 @@ def _lazy_rows(bench, plan, mlp, tf, tiny):
 def _per_call_rows(bench, plan, tiny):
     return [
         m.measure_apply_eager(
-            bench, 'tiny', f'eager apply per call, {tiny}', '≤ ×1.50', plan.reps, plan.eager_calls
+            bench,
+            'tiny',
+            f'eager apply per call, {tiny}',
+            '≤ ×1.50',
+            plan.fast_reps,
+            plan.eager_calls,
         ),
         m.measure_apply_jit_dispatch(
-            bench, 'tiny', f'jitted dispatch per call, {tiny}', plan.reps, plan.eager_calls
+            bench, 'tiny', f'jitted dispatch per call, {tiny}', plan.fast_reps, plan.eager_calls
         ),
     ]
 
@@ -189,7 +210,11 @@ def _compile_rows(bench, plan, res):
     unrolled = m.measure_compile(
         bench, 'unrolled', f'lower + compile, {res} unrolled', plan.compile_reps
     )
-    return [scan, unrolled, m.unrolled_over_scanned(bench, scan, unrolled)]
+    jit = m.measure_jit_instances(
+        bench,
+        'XLA compiles in the first (and each later) apply of 10 `nn.jit` instances of one class, labels on',
+    )
+    return [scan, unrolled, m.unrolled_over_scanned(bench, scan, unrolled), jit]
 
 
 def _finish(out, rows, selected, bench, smoke, plan, sizes, start, step, log):
@@ -197,6 +222,7 @@ def _finish(out, rows, selected, bench, smoke, plan, sizes, start, step, log):
     meta = {
         'mode': 'smoke' if smoke else 'full',
         'reps': plan.reps,
+        'fast_reps': plan.fast_reps,
         'plan': dataclasses.asdict(plan),
         'sizes': dataclasses.asdict(sizes),
         'environment': environment(),

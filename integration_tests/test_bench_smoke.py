@@ -44,6 +44,7 @@ EXPECTED_ROWS = (
     'compile_scan',
     'compile_unrolled',
     'compile_unrolled_over_scan',
+    'jit_instances_compiles',
 )
 
 REFERENCE_PEERS = {'flax': 'flax', 'haiku': 'haiku', 'equinox': 'equinox'}
@@ -93,6 +94,11 @@ def test_smoke_measures_every_installed_reference_peer(smoke_out):
             assert not row['cells'][peer].startswith('unavailable'), (key, peer, row['cells'][peer])
     for key in ('trace_mlp', 'trace_transformer', 'apply_eager_tiny', 'step_mlp'):
         assert data['rows'][key]['ratios_to_jax']['jax'] == pytest.approx(1.0)
+    # One compile serves ten nn.jit instances of one class, as one jax.jit serves ten
+    # parameter sets; nothing compiles on a later apply.
+    jit_row = data['rows']['jit_instances_compiles']
+    for peer in ('jax', 'linen'):
+        assert jit_row['extra'][peer] == {'first_apply': 1, 'later_apply': 0}, peer
     # The compared programs are kept for inspection.
     assert (smoke_out / 'hlo' / 'mlp_jax.hlo.txt').read_text().startswith('HloModule')
     assert (smoke_out / 'profiles' / 'trace_mlp_jax.txt').exists()
