@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from benchmarks import _measures as m
+from benchmarks import _overhead
 from benchmarks._bench import build
 from benchmarks._peers import PEER_NAMES, PEERS
 from benchmarks._report import environment, write
@@ -33,22 +34,42 @@ class Plan:
     compile_reps: int
     eager_calls: int
     step_calls: int
+    profile_runs: int = 5
     warmup: bool = True
 
 
 RESULTS = Path(__file__).with_name('RESULTS.md')
+OVERHEAD = Path(__file__).with_name('OVERHEAD.md')
 
 FULL_PLAN = Plan(
     reps=7, fast_reps=15, import_reps=5, compile_reps=3, eager_calls=200, step_calls=50
 )
 # The smoke run only proves the code paths work: no warm-up round, one of everything.
 SMOKE_PLAN = Plan(
-    reps=1, fast_reps=1, import_reps=1, compile_reps=1, eager_calls=2, step_calls=2, warmup=False
+    reps=1,
+    fast_reps=1,
+    profile_runs=1,
+    import_reps=1,
+    compile_reps=1,
+    eager_calls=2,
+    step_calls=2,
+    warmup=False,
 )
 
 
 # Groups of rows `--only` selects (a quick check of the rows a change touches).
-GROUPS = ('import', 'trace', 'calls', 'init', 'lazy_init', 'per_call', 'hlo', 'train', 'compile')
+GROUPS = (
+    'import',
+    'trace',
+    'calls',
+    'init',
+    'lazy_init',
+    'per_call',
+    'hlo',
+    'train',
+    'compile',
+    'overhead',
+)
 
 
 def run(
@@ -118,6 +139,10 @@ def run(
     if 'compile' in only:
         step('compile, scanned vs unrolled')
         rows += _compile_rows(bench, plan, res)
+    if 'overhead' in only and 'linen' in bench.impls:
+        step('where linen spends the time pure JAX does not')
+        text = _overhead.report(bench, plan.fast_reps, plan.profile_runs, log=log)
+        (out / 'overhead.md').write_text(text)
     return _finish(out, rows, selected, bench, smoke, plan, sizes, start, step, log)
 
 
@@ -265,6 +290,7 @@ def main(argv=None) -> None:
     run(args.out, smoke=args.smoke, peers=tuple(args.peers.split(',')), only=only)
     if args.publish:
         RESULTS.write_text((args.out / 'results.md').read_text())
+        OVERHEAD.write_text((args.out / 'overhead.md').read_text())
 
 
 if __name__ == '__main__':

@@ -104,6 +104,48 @@ def test_smoke_measures_every_installed_reference_peer(smoke_out):
     assert (smoke_out / 'profiles' / 'trace_mlp_jax.txt').exists()
 
 
+def _module_rows(section: str) -> dict[str, list[str]]:
+    """The per-module table of one case: ``{module: cells}``."""
+    table = section.split('| module |', 1)[1].split('\n\n', 1)[0]
+    rows = [[c.strip() for c in line.strip('|').split('|')] for line in table.splitlines()[2:]]
+    return {r[0].strip('`'): r for r in rows}
+
+
+@pytest.mark.slow
+def test_smoke_overhead_report_counts_every_module_call(smoke_out):
+    # The smoke sizes: a 3-layer MLP, a 2-block transformer, the 2-layer tiny MLP.
+    text = (smoke_out / 'overhead.md').read_text()
+    sections = dict((part.split('\n', 1)[0], part) for part in text.split('\n## ')[1:])
+    assert set(sections) == {
+        'trace of apply, mlp',
+        'trace of init (pure JAX: params + forward), mlp',
+        'lazy_init (pure JAX: params only), mlp',
+        'trace of apply, transformer',
+        'trace of init (pure JAX: params + forward), transformer',
+        'lazy_init (pure JAX: params only), transformer',
+        'eager apply, tiny MLP (per call)',
+    }
+    calls = {k: float(r[1]) for k, r in _module_rows(sections['trace of apply, mlp']).items()}
+    assert calls == {'MLP': 1, 'Dense': 3}
+    tf = _module_rows(sections['trace of apply, transformer'])
+    # per block: 2 LayerNorms, attention (4 DenseGeneral projections), 2 Denses; + final LN
+    assert {k: float(r[1]) for k, r in tf.items()} == {
+        'Encoder': 1,
+        'EncoderBlock': 2,
+        'LayerNorm': 5,
+        'MultiHeadDotProductAttention': 2,
+        'DenseGeneral': 8,
+        'Dense': 4,
+    }
+    # the pure JAX counterparts ran and were timed
+    assert tf['Dense'][-1] != '—' and tf['LayerNorm'][-1] != '—'
+    eager = _module_rows(sections['eager apply, tiny MLP (per call)'])
+    assert {k: float(r[1]) for k, r in eager.items()} == {'MLP': 1, 'Dense': 2}
+    # extra calls are costed per function, and by where the code lives
+    assert '| linen.module |' in sections['trace of apply, mlp']
+    assert '| pure JAX |' in sections['trace of apply, mlp']
+
+
 @pytest.mark.slow
 @pytest.mark.flax
 def test_smoke_flax_mlp_compiles_to_the_pure_jax_program(smoke_out):
