@@ -7,11 +7,12 @@ For each case (a measure of the table on one model) the report gives
 * **per module class**: calls per run, and the time per call inclusive of submodules
   and without them ("own"), from a timing method wrapper registered through linen's
   own ``linen_method_wrapper`` hook (outermost, so a module's time includes its
-  profiling label; the clock's own cost, about a microsecond a call, is in it too);
+  profiling label; the clock's own cost, about a microsecond a call, is in it too),
+  collector off;
   beside it, the time per call of the pure JAX function that issues the same JAX
   operations (``models_jax._dense`` for ``Dense``, ``_layer_norm``, ``_attention``
   with its four projections for ``MultiHeadDotProductAttention`` inclusive), timed
-  the same way in the pure JAX run;
+  the same way in the pure JAX run, collector off too;
 * **per function**: cProfile of both over the same repetitions, collector off; every
   function linen calls more often than pure JAX, costed as its extra calls times its
   own time per call in linen's profile, and that cost summed by where the code lives
@@ -29,6 +30,7 @@ of ``init``, parameters only for ``lazy_init``.
 from __future__ import annotations
 
 import collections
+import contextlib
 import cProfile
 import dataclasses
 import gc
@@ -147,6 +149,18 @@ def _has(bench: Bench, model: str) -> bool:
     return all(model in bench.impls.get(p, {}) for p in (BASELINE, LINEN))
 
 
+@contextlib.contextmanager
+def _collector_off():
+    """The garbage collector off (after a full collection): a gen 2 pause would land on
+    whichever module or function runs then. Collections are reported on their own."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 # -- the gap ----------------------------------------------------------------------------
 
 
@@ -211,8 +225,11 @@ def _per_module(case: Case, runs: int) -> dict[str, list]:
 
     name = plugin_bus.register(Plugin, name='benchmarks-module-clock')
     try:
-        for _ in range(runs):
-            case.runs[LINEN]()
+        case.runs[LINEN]()
+        clock.stats.clear()
+        with _collector_off():
+            for _ in range(runs):
+                case.runs[LINEN]()
     finally:
         plugin_bus.unregister(name)
     return {k: [v[0] / runs, v[1] / runs, v[2] / runs] for k, v in clock.stats.items()}
@@ -251,8 +268,11 @@ def _per_counterpart(case: Case, runs: int) -> dict[str, list]:
     for name, fn in originals.items():
         setattr(models_jax, name, timed(name, fn))
     try:
-        for _ in range(runs):
-            case.runs[BASELINE]()
+        case.runs[BASELINE]()
+        stats.clear()
+        with _collector_off():
+            for _ in range(runs):
+                case.runs[BASELINE]()
     finally:
         for name, fn in originals.items():
             setattr(models_jax, name, fn)
@@ -289,16 +309,12 @@ def _function_key(filename: str, line: int, name: str) -> tuple[str, str]:
 
 def _profile(run: Callable[[], Any], runs: int) -> dict[tuple, list[float]]:
     run()
-    gc.collect()
-    gc.disable()  # a collection's pause would land on whatever function runs then
     prof = cProfile.Profile()
-    try:
+    with _collector_off():
         prof.enable()
         for _ in range(runs):
             run()
         prof.disable()
-    finally:
-        gc.enable()
     out: dict[tuple, list[float]] = {}
     for (filename, line, name), (_, ncalls, tottime, _, _) in pstats.Stats(prof).stats.items():
         key = (_area(filename), *_function_key(filename, line, name))
