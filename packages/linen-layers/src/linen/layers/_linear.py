@@ -25,6 +25,7 @@ from linen.layers._explicit import (
     contraction_out_sharding,
     dense_out_sharding,
     dot_general_out_sharding,
+    explicit_mesh,
     inferable_dot_general_operands,
     match_trailing,
 )
@@ -144,6 +145,11 @@ class Dense(Module):
         if self.dot_general is None and self.dot_general_cls is None:
             # The same contraction; jnp.matmul has JAX's fast eager path and is
             # what a pure JAX model writes, so traces and HLO match it.
+            if explicit_mesh(inputs, kernel, bias) is None:
+                # No operand typed with Explicit mesh axes (the usual case, asked
+                # once): no output sharding to choose, no bias to reshard.
+                y = jnp.matmul(inputs, kernel, precision=self.precision)
+                return y if bias is None else y + _with_rank(bias, y.ndim)
             out_sharding = dense_out_sharding(inputs, kernel)
             if out_sharding is None:
                 y = jnp.matmul(inputs, kernel, precision=self.precision)
@@ -278,12 +284,15 @@ class DenseGeneral(Module):
         kernel_contract = tuple(range(n_batch, n_batch + n_axis))
         dimension_numbers = ((axis, kernel_contract), (batch_dims, kernel_batch))
         sharding = {}
+        # Explicit mesh axes on some operand (asked once; None in the usual case).
+        explicit = explicit_mesh(inputs, kernel, bias) is not None
         if self.dot_general is None and self.dot_general_cls is None:
             # Explicit mesh axes sharding the contraction ambiguously (None elsewhere).
-            out_sharding = dot_general_out_sharding(inputs, kernel, dimension_numbers)
-            if out_sharding is not None:
-                sharding['out_sharding'] = out_sharding
-        else:  # a user's dot_general need not take out_sharding: reshard its operands
+            if explicit:
+                out_sharding = dot_general_out_sharding(inputs, kernel, dimension_numbers)
+                if out_sharding is not None:
+                    sharding['out_sharding'] = out_sharding
+        elif explicit:  # a user's dot_general need not take out_sharding: reshard its operands
             inputs, kernel = inferable_dot_general_operands(inputs, kernel, dimension_numbers)
         out = _pick_dot_general(self)(
             inputs, kernel, dimension_numbers, precision=self.precision, **sharding
@@ -293,7 +302,7 @@ class DenseGeneral(Module):
             # the output's rank (strict rank promotion forbids implicit broadcasting).
             n_free = ndim - n_axis - n_batch
             bias = jnp.reshape(bias, batch_shape + (1,) * n_free + features)
-            out = out + match_trailing(bias, out)
+            out = out + (match_trailing(bias, out) if explicit else bias)
         return out
 
 
