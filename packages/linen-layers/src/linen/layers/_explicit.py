@@ -45,21 +45,44 @@ def explicit_mesh(*operands: Any) -> Any:
     """The (abstract) mesh of the first operand typed with ``Explicit`` axes, or ``None``."""
     if _EXPLICIT is None:
         return None
+    # Every layer call asks this of its operands: keep it to attribute reads and one
+    # dict lookup per operand (a mesh's answer is cached; meshes are few and immutable).
     for x in operands:
         if x is None:
             continue
-        if not isinstance(x, jax.core.Tracer) and not isinstance(
-            getattr(x, 'sharding', None), NamedSharding
-        ):
+        if isinstance(x, _Tracer):
+            sharding = getattr(jax.typeof(x), 'sharding', None)
+        else:
             # A concrete array's own sharding is cheap to read (its type is built on
             # each ask); explicit axes only ever come with a NamedSharding.
+            if not isinstance(getattr(x, 'sharding', None), NamedSharding):
+                continue
+            sharding = _sharding(x)
+        mesh = getattr(sharding, 'mesh', None)
+        if mesh is None:
             continue
-        mesh = getattr(_sharding(x), 'mesh', None)
-        if mesh is None or mesh.empty:
-            continue
-        if any(t == _EXPLICIT for t in (getattr(mesh, 'axis_types', None) or ())):
+        try:
+            explicit = _MESH_IS_EXPLICIT[mesh]
+        except KeyError:
+            explicit = _MESH_IS_EXPLICIT[mesh] = _has_explicit_axes(mesh)
+        except TypeError:  # an unhashable mesh-like object
+            explicit = _has_explicit_axes(mesh)
+        if explicit:
             return mesh
     return None
+
+
+_Tracer = jax.core.Tracer
+# mesh -> whether it has an Explicit axis (bounded: a program uses a handful of meshes)
+_MESH_IS_EXPLICIT: dict[Any, bool] = {}
+
+
+def _has_explicit_axes(mesh: Any) -> bool:
+    if len(_MESH_IS_EXPLICIT) > 256:
+        _MESH_IS_EXPLICIT.clear()
+    if mesh.empty:
+        return False
+    return any(t == _EXPLICIT for t in (getattr(mesh, 'axis_types', None) or ()))
 
 
 def spec_of(x: Any) -> tuple:

@@ -52,6 +52,7 @@ default_embed_init = initializers.variance_scaling(1.0, 'fan_in', 'normal', out_
 
 Array = jax.Array
 Dtype = Any
+_Tracer = jax.core.Tracer
 
 
 def _boxed_reshape(value, shape):
@@ -86,7 +87,28 @@ def _add_bias(y, bias):
 def _with_rank(x, ndim: int):
     """``x`` with leading unit axes up to rank ``ndim`` (explicit broadcasting)."""
     missing = ndim - x.ndim
-    return x if missing <= 0 else jnp.reshape(x, (1,) * missing + x.shape)
+    # (lax.reshape: the equation jnp.reshape makes, without its argument handling)
+    return x if missing <= 0 else lax.reshape(x, (1,) * missing + tuple(x.shape))
+
+
+@jax.jit
+def _compiled_bias_add(y, bias):
+    return y + _with_rank(bias, y.ndim)
+
+
+def _dense_bias_add(y, bias):
+    """``y + bias`` over ``y``'s trailing axis, as one compiled call when run eagerly.
+
+    Traced, the reshape and the add are inlined: the program is the one pure JAX
+    writes. Eagerly, the reshape alone would be a dispatch of its own, slower than
+    the matmul it follows; one jitted call does both, with the same operations and
+    so the same numbers (only the add touches the values).
+    """
+    if bias is None:
+        return y
+    if isinstance(y, _Tracer) or isinstance(bias, _Tracer):
+        return y + _with_rank(bias, y.ndim)
+    return _compiled_bias_add(y, bias)
 
 
 # --------------------------------------------------------------------------- dense
@@ -128,7 +150,7 @@ class Dense(Module):
 
     @compact
     def __call__(self, inputs: Array) -> Array:
-        shape = jnp.shape(inputs)
+        shape = inputs.shape if isinstance(inputs, (_Tracer, jax.Array)) else jnp.shape(inputs)
         if not shape:
             raise LayerInputRankError(
                 describe_layer(self), '>= 1', (), 'Give the features on the last axis.'
@@ -149,7 +171,7 @@ class Dense(Module):
                 # No operand typed with Explicit mesh axes (the usual case, asked
                 # once): no output sharding to choose, no bias to reshard.
                 y = jnp.matmul(inputs, kernel, precision=self.precision)
-                return y if bias is None else y + _with_rank(bias, y.ndim)
+                return _dense_bias_add(y, bias)
             out_sharding = dense_out_sharding(inputs, kernel)
             if out_sharding is None:
                 y = jnp.matmul(inputs, kernel, precision=self.precision)
@@ -162,6 +184,10 @@ class Dense(Module):
             inputs, kernel = inferable_dot_general_operands(inputs, kernel, dimension_numbers)
             y = _pick_dot_general(self)(inputs, kernel, dimension_numbers, precision=self.precision)
         return _add_bias(y, bias)
+
+
+# DenseGeneral's per-shape plans (see DenseGeneral.__call__)
+_DENSE_GENERAL_PLANS: dict[tuple, tuple] = {}
 
 
 def _normalize_axes(axes: tuple[int, ...], ndim: int) -> tuple[int, ...]:
@@ -231,58 +257,33 @@ class DenseGeneral(Module):
 
     @compact
     def __call__(self, inputs: Array) -> Array:
-        features = _as_tuple(self.features)
-        ndim = inputs.ndim
-        axis, batch_dims = _as_tuple(self.axis), _as_tuple(self.batch_dims)
-        for ax in (*axis, *batch_dims):
-            if not -ndim <= ax < ndim:
-                raise LayerInputRankError(
-                    describe_layer(self),
-                    f'> {max(ax, -ax - 1)} to contract over axis={self.axis} with '
-                    f'batch_dims={self.batch_dims}',
-                    inputs.shape,
-                    'Pass an input with those axes, or change `axis`/`batch_dims`.',
-                )
-        axis, batch_dims = _normalize_axes(axis, ndim), _normalize_axes(batch_dims, ndim)
-        n_batch, n_axis, n_features = len(batch_dims), len(axis), len(features)
-        if batch_dims != tuple(range(n_batch)):
-            raise LayerArgumentError(
-                describe_layer(self),
-                f'batch_dims={self.batch_dims} are not the leading axes 0..{n_batch - 1}',
-                'Move the batch axes to the front (jnp.moveaxis) before the layer.',
+        # The shapes and dimension numbers depend only on the fields and the input's
+        # shape: worked out (and checked) once, then one dict lookup per call.
+        shape = inputs.shape if isinstance(inputs, (_Tracer, jax.Array)) else jnp.shape(inputs)
+        try:
+            key = (
+                self.features,
+                self.axis,
+                self.batch_dims,
+                shape,
+                self.kernel_init,
+                self.bias_init,
             )
-        if set(axis) & set(batch_dims):
-            raise LayerArgumentError(
-                describe_layer(self),
-                f'axis={self.axis} overlaps batch_dims={self.batch_dims}',
-                'An axis is either contracted or a batch axis, not both.',
-            )
+            plan = _DENSE_GENERAL_PLANS.get(key)
+        except TypeError:  # a list field or an unhashable initializer
+            key = plan = None
+        if plan is None:
+            plan = _dense_general_plan(self, shape)
+            if key is not None:
+                if len(_DENSE_GENERAL_PLANS) >= 1024:
+                    _DENSE_GENERAL_PLANS.clear()
+                _DENSE_GENERAL_PLANS[key] = plan
+        kernel_init, kernel_shape, bias_init, bias_shape, dimension_numbers, bias_out_shape = plan
 
-        batch_shape = tuple(inputs.shape[ax] for ax in batch_dims)
-        contracted_shape = tuple(inputs.shape[ax] for ax in axis)
-
-        # Initialize as a 2-D (fan_in, fan_out) matrix and reshape, so that
-        # fan-based initializers see the true fan-in/fan-out of the map, as in Flax.
-        kernel = self.param(
-            'kernel',
-            _flat_init(self.kernel_init, n_batch + n_axis, n_features),
-            batch_shape + contracted_shape + features,
-            self.param_dtype,
-        )
-        if self.use_bias:
-            bias = self.param(
-                'bias',
-                _flat_init(self.bias_init, 0, None),
-                batch_shape + features,
-                self.param_dtype,
-            )
-        else:
-            bias = None
+        kernel = self.param('kernel', kernel_init, kernel_shape, self.param_dtype)
+        bias = self.param('bias', bias_init, bias_shape, self.param_dtype) if self.use_bias else None
 
         inputs, kernel, bias = self.promote_dtype(inputs, kernel, bias, dtype=self.dtype)
-        kernel_batch = tuple(range(n_batch))
-        kernel_contract = tuple(range(n_batch, n_batch + n_axis))
-        dimension_numbers = ((axis, kernel_contract), (batch_dims, kernel_batch))
         sharding = {}
         # Explicit mesh axes on some operand (asked once; None in the usual case).
         explicit = explicit_mesh(inputs, kernel, bias) is not None
@@ -300,10 +301,58 @@ class DenseGeneral(Module):
         if bias is not None:
             # Output layout: batch axes, free input axes, features; the bias gets
             # the output's rank (strict rank promotion forbids implicit broadcasting).
-            n_free = ndim - n_axis - n_batch
-            bias = jnp.reshape(bias, batch_shape + (1,) * n_free + features)
+            bias = lax.reshape(bias, bias_out_shape)
             out = out + (match_trailing(bias, out) if explicit else bias)
         return out
+
+
+def _dense_general_plan(layer: DenseGeneral, shape: tuple) -> tuple:
+    """``(kernel init, kernel shape, bias init, bias shape, dimension numbers, the
+    bias's shape on the output)`` of ``layer`` for an input of ``shape``.
+
+    Checks the axes (raising the layer's typed errors).
+    """
+    features = _as_tuple(layer.features)
+    ndim = len(shape)
+    axis, batch_dims = _as_tuple(layer.axis), _as_tuple(layer.batch_dims)
+    for ax in (*axis, *batch_dims):
+        if not -ndim <= ax < ndim:
+            raise LayerInputRankError(
+                describe_layer(layer),
+                f'> {max(ax, -ax - 1)} to contract over axis={layer.axis} with '
+                f'batch_dims={layer.batch_dims}',
+                shape,
+                'Pass an input with those axes, or change `axis`/`batch_dims`.',
+            )
+    axis, batch_dims = _normalize_axes(axis, ndim), _normalize_axes(batch_dims, ndim)
+    n_batch, n_axis, n_features = len(batch_dims), len(axis), len(features)
+    if batch_dims != tuple(range(n_batch)):
+        raise LayerArgumentError(
+            describe_layer(layer),
+            f'batch_dims={layer.batch_dims} are not the leading axes 0..{n_batch - 1}',
+            'Move the batch axes to the front (jnp.moveaxis) before the layer.',
+        )
+    if set(axis) & set(batch_dims):
+        raise LayerArgumentError(
+            describe_layer(layer),
+            f'axis={layer.axis} overlaps batch_dims={layer.batch_dims}',
+            'An axis is either contracted or a batch axis, not both.',
+        )
+    batch_shape = tuple(shape[ax] for ax in batch_dims)
+    contracted_shape = tuple(shape[ax] for ax in axis)
+    kernel_batch = tuple(range(n_batch))
+    kernel_contract = tuple(range(n_batch, n_batch + n_axis))
+    n_free = ndim - n_axis - n_batch
+    # Initialize as a 2-D (fan_in, fan_out) matrix and reshape, so that
+    # fan-based initializers see the true fan-in/fan-out of the map, as in Flax.
+    return (
+        _flat_init(layer.kernel_init, n_batch + n_axis, n_features),
+        batch_shape + contracted_shape + features,
+        _flat_init(layer.bias_init, 0, None),
+        batch_shape + features,
+        ((axis, kernel_contract), (batch_dims, kernel_batch)),
+        batch_shape + (1,) * n_free + features,
+    )
 
 
 class Einsum(Module):
