@@ -85,9 +85,30 @@ def _check_mask(module: Module, mask, x: Array):
     raise InvalidMaskShapeError(_layer_where(module), mask.shape, x.shape)
 
 
+# dtype -> the dtype its statistics are reduced in; dtype -> whether it is complex
+_WIDENED: dict[Any, Any] = {}
+_COMPLEX: dict[Any, bool] = {}
+
+
+def _widened(dtype: Any) -> Any:
+    try:
+        return _WIDENED[dtype]
+    except KeyError:
+        widened = _WIDENED[dtype] = jnp.promote_types(dtype, jnp.float32)
+        return widened
+    except TypeError:  # an unhashable dtype-like
+        return jnp.promote_types(dtype, jnp.float32)
+
+
 def _abs_sq(x: Array) -> Array:
     """``|x|**2``, real for complex ``x``."""
-    if jnp.iscomplexobj(x):
+    dtype = getattr(x, 'dtype', None)
+    is_complex = _COMPLEX.get(dtype) if dtype is not None else None
+    if is_complex is None:
+        is_complex = bool(jnp.iscomplexobj(x))
+        if dtype is not None:
+            _COMPLEX[dtype] = is_complex
+    if is_complex:
         return lax.square(lax.real(x)) + lax.square(lax.imag(x))
     return lax.square(x)
 
@@ -112,7 +133,7 @@ def _compute_stats(
         dtype = x.dtype
     if force_float32_reductions:
         # Low-precision sums lose too much; widen to at least float32.
-        dtype = jnp.promote_types(dtype, jnp.float32)
+        dtype = _widened(dtype)
     if x.dtype != dtype:
         x = x.astype(dtype)
 
@@ -152,26 +173,24 @@ def _normalize(
     subtract_mean: bool = True,
 ) -> Array:
     """``(x - mean) * rsqrt(var + epsilon) * scale + bias``, params created in Flax's order."""
-    stats_shape = list(x.shape)
-    feature_shape = [1] * x.ndim
-    for ax in reduction_axes:
-        stats_shape[ax] = 1
-    for ax in feature_axes:
-        feature_shape[ax] = x.shape[ax]
-    param_shape = tuple(x.shape[ax] for ax in feature_axes)
+    shape = tuple(x.shape)
+    stats_shape = tuple(1 if ax in reduction_axes else d for ax, d in enumerate(shape))
+    feature_shape = tuple(d if ax in feature_axes else 1 for ax, d in enumerate(shape))
+    param_shape = tuple(shape[ax] for ax in feature_axes)
 
-    mul = lax.rsqrt(var.reshape(stats_shape) + epsilon)
-    y = x - mean.reshape(stats_shape) if subtract_mean else x
+    # (lax.reshape: the equations `.reshape` makes, without its argument handling)
+    mul = lax.rsqrt(lax.reshape(var, stats_shape) + epsilon)
+    y = x - lax.reshape(mean, stats_shape) if subtract_mean else x
     args = [x]
     if use_scale:
         scale = module.param('scale', scale_init, param_shape, param_dtype)
         args.append(scale)
-        mul = mul * scale.reshape(feature_shape)
+        mul = mul * lax.reshape(scale, feature_shape)
     y = y * mul
     if use_bias:
         bias = module.param('bias', bias_init, param_shape, param_dtype)
         args.append(bias)
-        y = y + bias.reshape(feature_shape)
+        y = y + lax.reshape(bias, feature_shape)
     dtype = canonicalize_dtype(*args, dtype=dtype)
     return y if y.dtype == dtype else y.astype(dtype)
 
