@@ -112,6 +112,33 @@ def test_dense_without_bias_and_leading_axes():
     np.testing.assert_allclose(layer.apply(variables, x), expected, rtol=1e-5, atol=1e-5)
 
 
+def test_dense_eager_matches_traced_and_traced_program_is_plain():
+    """Eagerly the bias is added by one compiled call; values are those of the traced
+    layer bit for bit, and the traced program holds no nested call, only the ops."""
+    x = normal((3, 4))
+    layer = Dense(5, bias_init=init.normal(1.0))
+    variables = layer.init(KEY, x)
+    p = variables['params']
+    eager = layer.apply(variables, x)
+    # The same two eager dispatches in plain JAX: the same bits on any backend.
+    np.testing.assert_array_equal(eager, x @ p['kernel'] + p['bias'].reshape(1, 5))
+    # Compiled whole, XLA may fuse the add into the matmul: float32 rounding apart.
+    np.testing.assert_allclose(eager, jax.jit(layer.apply)(variables, x), rtol=1e-6, atol=1e-6)
+    jaxpr = jax.make_jaxpr(layer.apply)(variables, x)
+    assert [e.primitive.name for e in jaxpr.eqns] == ['dot_general', 'reshape', 'add']
+    # Leading axes and bfloat16: the bias gets the output's rank, the dtype is kept.
+    xb = normal((2, 3, 4), dtype=jnp.bfloat16)
+    layer = Dense(5, dtype=jnp.bfloat16, bias_init=init.normal(1.0))
+    variables = layer.init(KEY, xb)
+    out = layer.apply(variables, xb)
+    assert out.dtype == jnp.bfloat16 and out.shape == (2, 3, 5)
+    pb = variables['params']
+    expected = xb @ pb['kernel'].astype(jnp.bfloat16) + pb['bias'].astype(jnp.bfloat16).reshape(
+        1, 1, 5
+    )
+    np.testing.assert_array_equal(out, expected)
+
+
 def test_dense_default_kernel_init_is_lecun_normal():
     variables = Dense(3).init(KEY, jnp.ones((1, 4)))
     # The root module's first param draw uses the key the PRNG rule gives; check the
@@ -212,6 +239,17 @@ def test_dense_general_kernel_init_sees_flat_fans():
 
 def test_dense_general_errors():
     x = jnp.ones((2, 3, 4))
+    # Checked for every input shape, including after a valid one (shapes are cached).
+    layer = DenseGeneral(3, axis=2)
+    variables = layer.init(KEY, x)
+    with pytest.raises(LayerInputRankError, match=r'DenseGeneral expected an input of rank > 2'):
+        layer.apply(variables, jnp.ones((3, 4)))
+    # List-valued axes (unhashable) work as tuples do.
+    as_list = DenseGeneral((2, 3), axis=[-2, -1])
+    as_tuple = DenseGeneral((2, 3), axis=(-2, -1))
+    np.testing.assert_array_equal(
+        as_list.apply(as_list.init(KEY, x), x), as_tuple.apply(as_tuple.init(KEY, x), x)
+    )
     with pytest.raises(LayerArgumentError, match=r'batch_dims=\(1,\) are not the leading axes'):
         DenseGeneral(3, batch_dims=(1,)).init(KEY, x)
     with pytest.raises(LayerArgumentError, match='overlaps batch_dims'):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import inspect
 
 import jax
 import jax.numpy as jnp
@@ -343,6 +345,83 @@ def test_dataclass_fields_equality_and_keyword_name():
     assert Linear(3) != Linear(4)
     with pytest.raises(TypeError):
         Linear(3, None, 'positional-name')
+
+
+def test_constructor_keeps_the_dataclass_contract():
+    """Module constructors write fields directly; the dataclass's contract must hold.
+
+    The reference is a plain frozen dataclass with the same fields: same signature
+    (names, kinds, defaults), same stored values, factories called per instance,
+    ``init=False`` fields set, ``InitVar`` values handed to ``__post_init__``.
+    """
+    seen = []
+
+    def spec(cls):
+        @dataclasses.dataclass(frozen=True)
+        class Fields(cls):
+            a: int
+            b: list = dataclasses.field(default_factory=list)
+            c: int = dataclasses.field(default=3, init=False)
+            d: dict = dataclasses.field(default_factory=dict, init=False)
+            scale: dataclasses.InitVar[int] = 2
+
+            def __post_init__(self, scale):
+                seen.append(scale)
+                if hasattr(super(), '__post_init__'):
+                    super().__post_init__()
+
+        return Fields
+
+    Plain = spec(object)
+
+    class WithFields(nn.Module):
+        a: int
+        b: list = dataclasses.field(default_factory=list)
+        c: int = dataclasses.field(default=3, init=False)
+        d: dict = dataclasses.field(default_factory=dict, init=False)
+        scale: dataclasses.InitVar[int] = 2
+
+        def __post_init__(self, scale):
+            seen.append(scale)
+            super().__post_init__()
+
+    plain = inspect.signature(Plain).parameters
+    ours = inspect.signature(WithFields).parameters
+    assert [(p.name, p.kind, p.default) for p in plain.values()] == [
+        (p.name, p.kind, p.default) for p in ours.values()
+    ][: len(plain)]
+    assert list(ours)[len(plain) :] == ['parent', 'name']
+
+    for kwargs in ({}, {'b': [1], 'scale': 7}):
+        seen.clear()
+        p, m = Plain(1, **kwargs), WithFields(1, **kwargs, name='m')
+        assert (m.a, m.b, m.c, m.d) == (p.a, p.b, p.c, p.d)
+        assert seen == [kwargs.get('scale', 2)] * 2
+    assert WithFields(1).b is not WithFields(1).b  # a fresh list per instance
+    assert WithFields(1).d is not WithFields(1).d
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'a'"):
+        WithFields()
+    with pytest.raises(TypeError, match='unexpected keyword argument'):
+        WithFields(1, c=4)  # init=False
+
+    class KeywordOnly(nn.Module, kw_only=True):
+        a: int
+        b: int = 2
+
+    assert (KeywordOnly(a=1).a, KeywordOnly(a=1).b) == (1, 2)
+    with pytest.raises(TypeError):
+        KeywordOnly(1)
+
+    class OwnInit(nn.Module):
+        a: int
+
+        def __init__(self, a, parent=None, name=None):
+            object.__setattr__(self, 'a', a * 10)
+            object.__setattr__(self, 'parent', parent)
+            object.__setattr__(self, 'name', name)
+            self.__post_init__()
+
+    assert OwnInit(2).a == 20  # a class's own __init__ is left alone
 
 
 def test_repr_shows_nested_tree():
