@@ -356,34 +356,31 @@ def test_constructor_keeps_the_dataclass_contract():
     """
     seen = []
 
-    def spec(cls):
-        @dataclasses.dataclass(frozen=True)
-        class Fields(cls):
-            a: int
-            b: list = dataclasses.field(default_factory=list)
-            c: int = dataclasses.field(default=3, init=False)
-            d: dict = dataclasses.field(default_factory=dict, init=False)
-            scale: dataclasses.InitVar[int] = 2
+    def namespace(post_init):
+        return {
+            '__annotations__': {
+                'a': int,
+                'b': list,
+                'c': int,
+                'd': dict,
+                'scale': dataclasses.InitVar[int],
+            },
+            'b': dataclasses.field(default_factory=list),
+            'c': dataclasses.field(default=3, init=False),
+            'd': dataclasses.field(default_factory=dict, init=False),
+            'scale': 2,
+            '__post_init__': post_init,
+        }
 
-            def __post_init__(self, scale):
-                seen.append(scale)
-                if hasattr(super(), '__post_init__'):
-                    super().__post_init__()
+    def plain_post_init(self, scale):
+        seen.append(scale)
 
-        return Fields
+    def module_post_init(self, scale):
+        seen.append(scale)
+        nn.Module.__post_init__(self)
 
-    Plain = spec(object)
-
-    class WithFields(nn.Module):
-        a: int
-        b: list = dataclasses.field(default_factory=list)
-        c: int = dataclasses.field(default=3, init=False)
-        d: dict = dataclasses.field(default_factory=dict, init=False)
-        scale: dataclasses.InitVar[int] = 2
-
-        def __post_init__(self, scale):
-            seen.append(scale)
-            super().__post_init__()
+    Plain = dataclasses.dataclass(frozen=True)(type('Plain', (), namespace(plain_post_init)))
+    WithFields = type('WithFields', (nn.Module,), namespace(module_post_init))
 
     plain = inspect.signature(Plain).parameters
     ours = inspect.signature(WithFields).parameters

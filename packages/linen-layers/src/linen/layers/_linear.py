@@ -281,7 +281,9 @@ class DenseGeneral(Module):
         kernel_init, kernel_shape, bias_init, bias_shape, dimension_numbers, bias_out_shape = plan
 
         kernel = self.param('kernel', kernel_init, kernel_shape, self.param_dtype)
-        bias = self.param('bias', bias_init, bias_shape, self.param_dtype) if self.use_bias else None
+        bias = (
+            self.param('bias', bias_init, bias_shape, self.param_dtype) if self.use_bias else None
+        )
 
         inputs, kernel, bias = self.promote_dtype(inputs, kernel, bias, dtype=self.dtype)
         sharding = {}

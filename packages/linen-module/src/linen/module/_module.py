@@ -823,7 +823,7 @@ def _replace_frozen_init(cls: type) -> None:
         signature += (', ' if signature else '') + '*, ' + ', '.join(keyword)
     source = f'def __init__(__linen_self{", " if signature else ""}{signature}):\n'
     source += '\n'.join(body)
-    exec(source, namespace)  # noqa: S102 (source built above from field names only)
+    exec(source, namespace)  # (the source is built above from the field names only)
     init = namespace['__init__']
     init.__defaults__ = original.__defaults__
     init.__kwdefaults__ = original.__kwdefaults__
