@@ -29,6 +29,7 @@ from linen.core import lazy_init as core_lazy_init
 from linen.core.config import config
 from linen.core.lifting import Filter, binding_variables, thaw
 from linen.module import _capture
+from linen.module._constructor import replace_frozen_init
 from linen.module._decorators import compact, compact_name_scope, nowrap
 from linen.module._descriptors import guard_descriptors
 from linen.module._dispatch import _call_wrapped_method, _wrap_method
@@ -198,7 +199,7 @@ class Module(_DataclassLike):
         own_init = '__init__' in cls.__dict__
         dataclasses.dataclass(cls, frozen=True, repr=False, kw_only=kw_only)  # type: ignore[call-overload]
         if not own_init:
-            _replace_frozen_init(cls)
+            replace_frozen_init(cls)
         # As in Flax, `dataclasses.fields` lists parent and name after every field a
         # subclass adds (they are keyword-only, so __init__ does not depend on it).
         own_fields = cls.__dict__['__dataclass_fields__']
@@ -756,82 +757,6 @@ def _add_parent_and_name(cls: type) -> None:
         default=_UNSPECIFIED, kw_only=True, repr=False, compare=False, hash=False
     )
     cls.name = dataclasses.field(default=None, kw_only=True)  # type: ignore[attr-defined]
-
-
-def _replace_frozen_init(cls: type) -> None:
-    """Give ``cls`` an ``__init__`` that writes the instance ``__dict__`` directly.
-
-    A frozen dataclass's ``__init__`` stores each field with a call of
-    ``object.__setattr__``; every module made inline in a compact method pays it
-    once per field on every call (half the cost of making a ``Dense``). The
-    replacement keeps the signature and its defaults (taken from the dataclass's
-    own ``__init__``), default factories, ``init=False`` fields and ``InitVar``
-    arguments to ``__post_init__``. Classes where a field's name is a data
-    descriptor of the class keep the dataclass's ``__init__`` (storing must go
-    through the descriptor).
-    """
-    original = cls.__init__
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    for name in fields:
-        if hasattr(type(inspect.getattr_static(cls, name, None)), '__set__'):
-            return
-    try:
-        parameters = list(inspect.signature(original).parameters.values())[1:]
-    except (TypeError, ValueError):
-        return
-    positional, keyword = [], []
-    for p in parameters:
-        if p.kind is p.POSITIONAL_OR_KEYWORD:
-            positional.append(p.name)
-        elif p.kind is p.KEYWORD_ONLY:
-            keyword.append(p.name)
-        else:
-            return  # not a signature dataclasses makes
-    if not all(n.isidentifier() and not n.startswith('__linen') for n in fields):
-        return
-    namespace: dict[str, Any] = {}
-    body = ['    __linen_d = __linen_self.__dict__']
-    for p in parameters:
-        field = fields.get(p.name)
-        if field is None:
-            continue  # an InitVar: only for __post_init__
-        if field.default_factory is not dataclasses.MISSING:
-            # The dataclass's default is a sentinel meaning "call the factory".
-            namespace[f'__linen_factory_{p.name}'] = field.default_factory
-            namespace[f'__linen_unset_{p.name}'] = p.default
-            body.append(
-                f"    __linen_d['{p.name}'] = __linen_factory_{p.name}() "
-                f'if {p.name} is __linen_unset_{p.name} else {p.name}'
-            )
-        else:
-            body.append(f"    __linen_d['{p.name}'] = {p.name}")
-    for name, field in fields.items():
-        if field.init:
-            continue
-        if field.default_factory is not dataclasses.MISSING:
-            namespace[f'__linen_factory_{name}'] = field.default_factory
-            body.append(f"    __linen_d['{name}'] = __linen_factory_{name}()")
-        elif field.default is not dataclasses.MISSING:
-            namespace[f'__linen_default_{name}'] = field.default
-            body.append(f"    __linen_d['{name}'] = __linen_default_{name}")
-    # InitVars go to __post_init__ positionally, in the order they were declared.
-    init_vars = [n for n in cls.__dict__['__dataclass_fields__'] if n not in fields]
-    init_vars = [n for n in init_vars if any(p.name == n for p in parameters)]
-    body.append(f'    __linen_self.__post_init__({", ".join(init_vars)})')
-    signature = ', '.join(positional)
-    if keyword:
-        signature += (', ' if signature else '') + '*, ' + ', '.join(keyword)
-    source = f'def __init__(__linen_self{", " if signature else ""}{signature}):\n'
-    source += '\n'.join(body)
-    exec(source, namespace)  # (the source is built above from the field names only)
-    init = namespace['__init__']
-    init.__defaults__ = original.__defaults__
-    init.__kwdefaults__ = original.__kwdefaults__
-    init.__qualname__ = f'{cls.__qualname__}.__init__'
-    init.__module__ = cls.__module__
-    init.__doc__ = original.__doc__
-    init.__annotations__ = dict(getattr(original, '__annotations__', {}))
-    cls.__init__ = init  # type: ignore[misc]
 
 
 def _wrap_methods(cls: type) -> None:
