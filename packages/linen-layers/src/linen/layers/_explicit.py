@@ -29,6 +29,8 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 # Public since JAX added explicit sharding; a JAX without it has no explicit axes.
 _EXPLICIT = getattr(getattr(jax.sharding, 'AxisType', None), 'Explicit', None)
+# (bound once: the layers test for tracers on every call)
+_Tracer = jax.core.Tracer
 
 
 def _axes(entry: Any) -> tuple:
@@ -64,6 +66,8 @@ def explicit_mesh(*operands: Any) -> Any:
         try:
             explicit = _MESH_IS_EXPLICIT[mesh]
         except KeyError:
+            if len(_MESH_IS_EXPLICIT) >= 256:
+                _MESH_IS_EXPLICIT.clear()
             explicit = _MESH_IS_EXPLICIT[mesh] = _has_explicit_axes(mesh)
         except TypeError:  # an unhashable mesh-like object
             explicit = _has_explicit_axes(mesh)
@@ -72,14 +76,11 @@ def explicit_mesh(*operands: Any) -> Any:
     return None
 
 
-_Tracer = jax.core.Tracer
 # mesh -> whether it has an Explicit axis (bounded: a program uses a handful of meshes)
 _MESH_IS_EXPLICIT: dict[Any, bool] = {}
 
 
 def _has_explicit_axes(mesh: Any) -> bool:
-    if len(_MESH_IS_EXPLICIT) > 256:
-        _MESH_IS_EXPLICIT.clear()
     if mesh.empty:
         return False
     return any(t == _EXPLICIT for t in (getattr(mesh, 'axis_types', None) or ()))

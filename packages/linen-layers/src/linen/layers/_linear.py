@@ -22,6 +22,7 @@ from jax import lax
 from linen.core.meta import Partitioned
 from linen.layers import initializers
 from linen.layers._explicit import (
+    _Tracer,
     contraction_out_sharding,
     dense_out_sharding,
     dot_general_out_sharding,
@@ -52,7 +53,6 @@ default_embed_init = initializers.variance_scaling(1.0, 'fan_in', 'normal', out_
 
 Array = jax.Array
 Dtype = Any
-_Tracer = jax.core.Tracer
 
 
 def _boxed_reshape(value, shape):

@@ -13,6 +13,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from linen.layers._explicit import _Tracer
+
 __all__ = [
     'canonicalize_dtype',
     'promote_dtype',
@@ -122,6 +124,3 @@ def _common_array_dtype(args: tuple) -> Any:
         if x is not None and not (x.aval if isinstance(x, _Tracer) else x).weak_type:
             return common
     return None
-
-
-_Tracer = jax.core.Tracer
