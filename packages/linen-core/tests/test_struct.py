@@ -63,7 +63,9 @@ def test_pytreenode_subclass_and_kwargs():
         KwOnly(1, 2)
 
 
-def test_unflatten_skips_post_init_validation():
+def test_unflatten_rebuilds_through_the_class():
+    # As Flax: __init__ and __post_init__ run on every unflatten, so validation
+    # there sees the new leaves and derived state follows them.
     @struct.dataclass
     class Positive:
         v: float
@@ -73,7 +75,47 @@ def test_unflatten_skips_post_init_validation():
                 raise ValueError('v must be positive')
 
     leaves, treedef = jax.tree_util.tree_flatten(Positive(1.0))
-    assert jax.tree_util.tree_unflatten(treedef, [-1.0]).v == -1.0
+    with pytest.raises(ValueError, match='v must be positive'):
+        jax.tree_util.tree_unflatten(treedef, [-1.0])
+
+    @struct.dataclass
+    class Derived:
+        a: float
+        double: float = None
+
+        def __post_init__(self):
+            object.__setattr__(self, 'double', self.a * 2)
+
+    assert jax.tree_util.tree_map(lambda v: v + 1, Derived(1.0)) == Derived(2.0)
+    assert Derived(2.0).double == 4.0
+
+
+def test_ordered_dict_output_comes_out_of_jit_and_while_loop():
+    import collections
+
+    @struct.dataclass
+    class Output(collections.OrderedDict):
+        hidden: jax.Array = None
+
+        def __post_init__(self):
+            self['hidden'] = self.hidden
+
+    out = jax.jit(lambda x: Output(hidden=x * 2))(jnp.ones(3))
+    assert type(out) is Output and list(out) == ['hidden']
+    assert out['hidden'].tolist() == [2.0, 2.0, 2.0]
+    carried = jax.lax.while_loop(
+        lambda c: c[0] < 3, lambda c: (c[0] + 1, Output(hidden=c[1]['hidden'] + 1)), (0, out)
+    )[1]
+    assert carried['hidden'].tolist() == [5.0, 5.0, 5.0]
+
+
+def test_init_false_field_is_rejected_at_decoration():
+    with pytest.raises(ValueError, match='init=True'):
+
+        @struct.dataclass
+        class Bad:
+            x: float
+            y: float = dataclasses.field(init=False, default=0.0)
 
 
 def test_decorating_twice_is_a_no_op():

@@ -258,7 +258,10 @@ class Partitioned(AxisMetadata):
     mesh: Mesh | None = struct.field(pytree_node=False, default=None)
 
     def __post_init__(self):
-        object.__setattr__(self, 'names', _hashable_names(self.names))
+        # Every unflatten runs this: skip the rebuild when names already hash.
+        names = self.names
+        if type(names) is not tuple or list in map(type, names):
+            object.__setattr__(self, 'names', _hashable_names(names))
 
     def unbox(self, apply_constraint: bool = True) -> Any:
         """Returns the value, sharding-constrained when a mesh is known.

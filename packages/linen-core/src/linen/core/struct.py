@@ -4,7 +4,9 @@
 unless declared ``field(pytree_node=False)``; those are static (part of the tree
 structure, so they must be hashable). ``PyTreeNode`` does the same for every
 subclass. Both register the class with ``linen.core.serialization`` so that
-``to_state_dict``/``from_bytes`` see the pytree fields by name.
+``to_state_dict``/``from_bytes`` see the pytree fields by name. As in Flax, JAX
+rebuilds an instance through its class on every unflatten, so ``__post_init__``
+runs again for the new leaves (and must accept tracers).
 
 >>> import jax
 >>> class TrainState(PyTreeNode):
@@ -77,24 +79,12 @@ def dataclass(clz: type[_T] | None = None, **kwargs) -> type[_T]:
 
     data_clz.replace = replace
 
-    def flatten_with_keys(x):
-        children = tuple((jax.tree_util.GetAttrKey(n), getattr(x, n)) for n in data_fields)
-        return children, tuple(getattr(x, n) for n in meta_fields)
-
-    def flatten(x):
-        return tuple(getattr(x, n) for n in data_fields), tuple(getattr(x, n) for n in meta_fields)
-
-    def unflatten(meta, children):
-        # Bypasses __init__/__post_init__: JAX rebuilds nodes with tracers or
-        # placeholder leaves that user validation in __post_init__ would reject.
-        obj = object.__new__(data_clz)
-        for name, value in zip(meta_fields, meta):
-            object.__setattr__(obj, name, value)
-        for name, value in zip(data_fields, children):
-            object.__setattr__(obj, name, value)
-        return obj
-
-    jax.tree_util.register_pytree_with_keys(data_clz, flatten_with_keys, unflatten, flatten)
+    # JAX's dataclass node rebuilds through the class (``__init__`` and so
+    # ``__post_init__`` run on every unflatten), as Flax's struct does: an output
+    # type that fills itself in ``__post_init__`` (an ``OrderedDict`` subclass, say)
+    # only comes out of a transform whole that way, and the flatten/unflatten
+    # fast path stays in C++.
+    jax.tree_util.register_dataclass(data_clz, list(data_fields), list(meta_fields))
 
     def to_state_dict(x):
         return {n: serialization.to_state_dict(getattr(x, n)) for n in data_fields}
