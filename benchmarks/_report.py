@@ -106,7 +106,9 @@ def write(out: Path, rows: list[Row], peers: tuple[Peer, ...], meta: dict[str, A
         f'repetitions for traces, init and per-call rows, {meta["reps"]} elsewhere, medians; '
         f'JAX {v["jax"]}, Flax {v["flax"]}, Haiku {v["dm-haiku"]}, Equinox {v["equinox"]}, '
         f'{meta["environment"]["cpus"]} CPUs, {meta["wall_s"]:.0f} s). '
-        'Ratios are to pure JAX in the same run.'
+        'Ratios are to pure JAX in the same run. Pure JAX is the fastest idiomatic code a '
+        'JAX user writes for the same math (`x @ kernel + bias` with the bias broadcast, no '
+        "eager reshapes, no extra Python per layer), under JAX's default settings."
     )
     table = markdown(rows, peers, header)
     (out / 'results.md').write_text(table)
