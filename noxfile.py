@@ -10,6 +10,8 @@
     python3 -m nox -s lint         ruff check + ruff format --check
     python3 -m nox -s build        wheel + sdist of every distribution into dist/, checked
     python3 -m nox -s bench        benchmarks (see benchmarks/)
+    python3 -m nox -s fuzz         differential fuzzing against Flax: -- --programs N |
+                                   --minutes M | --seed S | --checkpoints N | --plugin-sets N
 
 Distributions are discovered from ``packages/*/pyproject.toml``: adding one is
 adding a folder, nothing here changes.
@@ -273,6 +275,20 @@ def bench(session: nox.Session) -> None:
     session.install(*_editable_args(), 'jax', 'flax', 'dm-haiku', 'equinox', 'optax', 'matplotlib')
     # `nox -s bench -- --publish` also refreshes benchmarks/RESULTS.md.
     session.run('python', '-m', 'benchmarks.run', '--out', 'bench-out', *session.posargs)
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """Differential fuzzing against Flax (``integration_tests/fuzz/``).
+
+    ``nox -s fuzz -- --programs N`` (or ``--minutes M``; ``--seed S`` picks the
+    programs) runs generated Linen programs under ``flax.linen`` and ``linen.nn`` and
+    writes a shrunk reproducer for each new difference; ``--checkpoints N`` and
+    ``--plugin-sets N`` run the checkpoint and plugin-set fuzzers instead. CI runs a
+    fixed-seed slice of each and every reproducer (``nox -s tests``).
+    """
+    _install_workspace(session, 'cpu')
+    session.run('python', '-m', 'integration_tests.fuzz', *session.posargs)
 
 
 # --------------------------------------------------------------------------- build

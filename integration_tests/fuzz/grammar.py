@@ -1,0 +1,607 @@
+"""The grammar of generated Linen programs: every node kind, how it is drawn at random,
+how it renders to source text, and how it shrinks. Nothing else knows the node kinds.
+
+Every node is a Module that maps an array of shape ``(2,) * (rank - 1) + (F,)`` to
+an array of the same shape, so any node composes with any other: containers chain
+their children, ``nn.vmap``/``nn.scan`` peel one leading axis off for the node they
+wrap. A node needs a minimum rank (attention needs a length axis, a vmap needs an
+axis to map over); any node that is valid at rank ``r`` is valid at ``r + 1``, which
+is what lets the shrinker replace a transform by the node it wraps.
+
+Nodes are frozen dataclasses; ``render`` writes class definitions into a
+:class:`Source` and returns a :class:`Ctor` (how the parent constructs the node);
+``shrinks`` yields simpler nodes (the shrinker tries each); ``features`` names what
+the node exercises (differences are classed by the features of their shrunk program,
+and ``known.py`` excludes features by name).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+FEATURE_DIM = 3
+FLAX_IMPORT = 'import flax.linen as nn'
+LINEN_IMPORT = 'import linen.nn as nn'
+
+# Collections that a node may create; every lifted transform must say what it does
+# with each one present below it.
+MUTABLE_STATE = ('batch_stats', 'state')
+
+
+@dataclass(frozen=True)
+class Ctor:
+    """How a parent builds a node: ``callee(*args, **extra)``."""
+
+    callee: str
+    args: tuple[str, ...] = ()
+
+    def call(self, *extra: str) -> str:
+        return f'{self.callee}({", ".join(self.args + extra)})'
+
+
+@dataclass
+class Source:
+    """Class definitions collected while rendering, each under a fresh name."""
+
+    classes: list[str] = field(default_factory=list)
+    count: int = 0
+
+    def fresh(self, stem: str) -> str:
+        self.count += 1
+        return f'{stem}{self.count}'
+
+    def add(self, text: str) -> None:
+        self.classes.append(text)
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """What the generator may still draw at this point of the tree."""
+
+    rank: int
+    depth: int = 0
+    lifts: int = 0
+    # Under nn.while_loop a sow (which grows a tuple) or a new perturbation would
+    # change the loop carry: Flax refuses both, so the generator leaves them out.
+    in_loop: bool = False
+
+    def down(self, **changes) -> Ctx:
+        return replace(self, depth=self.depth + 1, **changes)
+
+
+class Node:
+    """Base of every grammar node."""
+
+    def render(self, src: Source) -> Ctor:
+        raise NotImplementedError
+
+    def min_rank(self) -> int:
+        return max([1] + [c.min_rank() for c in self.kids()])
+
+    def kids(self) -> tuple[Node, ...]:
+        return ()
+
+    def with_kids(self, kids: tuple[Node, ...]) -> Node:
+        return self
+
+    def own_shrinks(self) -> Iterator[Node]:
+        return iter(())
+
+    def own_features(self) -> set[str]:
+        return set()
+
+    def own_collections(self) -> set[str]:
+        return set()
+
+    def own_rngs(self) -> set[str]:
+        return set()
+
+    # --- derived over the subtree
+
+    def features(self) -> set[str]:
+        out = self.own_features()
+        for kid in self.kids():
+            out |= kid.features()
+        return out
+
+    def collections(self) -> set[str]:
+        out = self.own_collections()
+        for kid in self.kids():
+            out |= kid.collections()
+        return out
+
+    def rngs(self) -> set[str]:
+        out = self.own_rngs()
+        for kid in self.kids():
+            out |= kid.rngs()
+        return out
+
+    def shrinks(self) -> Iterator[Node]:
+        """Simpler nodes: own simplifications, then each kid's, kept in place."""
+        yield from self.own_shrinks()
+        kids = self.kids()
+        for i, kid in enumerate(kids):
+            for smaller in kid.shrinks():
+                yield self.with_kids(kids[:i] + (smaller,) + kids[i + 1 :])
+
+    def size(self) -> int:
+        return 1 + sum(k.size() for k in self.kids())
+
+
+# ----------------------------------------------------------------------- leaves
+
+_LEAF_ARGS = {
+    'Dense': ('FEATURES',),
+    'LayerNorm': (),
+    'BatchNorm': ('use_running_average=False', 'momentum=0.8'),
+    'Dropout': ('rate=0.5', 'deterministic=False'),
+    'SelfAttention': (
+        'num_heads=1',
+        'qkv_features=4',
+        'out_features=FEATURES',
+        'deterministic=True',
+    ),  # fmt: skip
+    'Conv': ('FEATURES', 'kernel_size=(2,)', "padding='SAME'"),
+}
+_PARTITION_INIT = {
+    'mesh': "nn.with_partitioning(nn.initializers.lecun_normal(), (None, 'model'))",
+    'logical': "nn.with_logical_partitioning(nn.initializers.lecun_normal(), ('embed', 'mlp'))",
+}
+
+
+@dataclass(frozen=True)
+class Leaf(Node):
+    """A layer of the library: ``nn.Dense``, ``nn.BatchNorm``, ``nn.Dropout``, ..."""
+
+    layer: str
+    partition: str | None = None  # Dense only: boxed kernel metadata
+
+    def render(self, src: Source) -> Ctor:
+        args = _LEAF_ARGS[self.layer]
+        if self.partition:
+            args += (f'kernel_init={_PARTITION_INIT[self.partition]}',)
+        return Ctor(f'nn.{self.layer}', args)
+
+    def min_rank(self) -> int:
+        return 2 if self.layer in ('SelfAttention', 'Conv') else 1
+
+    def own_shrinks(self):
+        if self.partition:
+            yield replace(self, partition=None)
+        if self.layer != 'Dense':
+            yield Leaf('Dense')
+
+    def own_features(self):
+        out = {f'layer.{self.layer}'}
+        if self.partition:
+            out.add(f'partition.{self.partition}')
+        return out
+
+    def own_collections(self):
+        out = set() if self.layer == 'Dropout' else {'params'}
+        if self.layer == 'BatchNorm':
+            out.add('batch_stats')
+        return out
+
+    def own_rngs(self):
+        return {'dropout'} if self.layer == 'Dropout' else set()
+
+    @staticmethod
+    def draw(rng: random.Random, ctx: Ctx) -> Leaf:
+        layers = ['Dense'] * 4 + ['LayerNorm', 'BatchNorm', 'Dropout']
+        if ctx.rank >= 2:
+            layers += ['SelfAttention', 'Conv']
+        layer = rng.choice(layers)
+        partition = None
+        if layer == 'Dense' and rng.random() < 0.25:
+            partition = rng.choice(['mesh', 'logical'])
+        return Leaf(layer, partition)
+
+
+# Ops of a hand-written leaf, in the order they appear in its __call__.
+CUSTOM_OPS = ('param', 'variable', 'sow', 'perturb', 'rng')
+
+
+@dataclass(frozen=True)
+class Custom(Node):
+    """A user Module using ``param``/``variable``/``sow``/``perturb``/``make_rng``."""
+
+    ops: tuple[str, ...]
+    style: str = 'compact'  # or 'setup': param and variable declared in setup
+    collection: str = 'state'
+
+    def render(self, src: Source) -> Ctor:
+        name = src.fresh('Custom')
+        setup_lines, body = [], []
+        declare = {
+            'param': "self.param('w', nn.initializers.normal(0.5), (FEATURES,))",
+            'variable': f"self.variable('{self.collection}', 'count', "
+            'lambda: jnp.zeros((), jnp.float32))',
+        }
+        for op in ('param', 'variable'):
+            if op not in self.ops:
+                continue
+            attr = 'w' if op == 'param' else 'count'
+            if self.style == 'setup':
+                setup_lines.append(f'self.{attr} = {declare[op]}')
+                ref = f'self.{attr}'
+            else:
+                body.append(f'{attr} = {declare[op]}')
+                ref = attr
+            if op == 'param':
+                body.append(f'x = x * jnp.broadcast_to({ref}, x.shape)')
+            else:
+                body.append(f'{ref}.value = {ref}.value + 1.0')
+                body.append(f'x = x + 0.1 * {ref}.value')
+        if 'sow' in self.ops:
+            body.append("self.sow('intermediates', 'h', x)")
+        if 'perturb' in self.ops:
+            body.append("x = self.perturb('p', x)")
+        if 'rng' in self.ops:
+            body.append("x = x + 0.1 * jax.random.normal(self.make_rng('noise'), x.shape)")
+        body.append('return x')
+        lines = [f'class {name}(nn.Module):']
+        if setup_lines:
+            lines += ['    def setup(self):'] + [f'        {s}' for s in setup_lines]
+        else:
+            lines.append('    @nn.compact')
+        lines.append('    def __call__(self, x):')
+        lines += [f'        {b}' for b in body]
+        src.add('\n'.join(lines))
+        return Ctor(name)
+
+    def own_shrinks(self):
+        if self.style != 'compact':
+            yield replace(self, style='compact')
+        if self.collection != 'state':
+            yield replace(self, collection='state')
+        for op in self.ops:
+            if len(self.ops) > 1:
+                yield replace(self, ops=tuple(o for o in self.ops if o != op))
+
+    def own_features(self):
+        return {f'custom.{op}' for op in self.ops} | {f'custom.{self.style}'}
+
+    def own_collections(self):
+        names = {'param': 'params', 'variable': self.collection, 'sow': 'intermediates',
+                 'perturb': 'perturbations'}  # fmt: skip
+        return {names[o] for o in self.ops if o in names}
+
+    def own_rngs(self):
+        return {'noise'} if 'rng' in self.ops else set()
+
+    @staticmethod
+    def draw(rng: random.Random, ctx: Ctx) -> Custom:
+        allowed = [o for o in CUSTOM_OPS if not (ctx.in_loop and o in ('sow', 'perturb'))]
+        ops = tuple(o for o in allowed if rng.random() < 0.45) or ('param',)
+        style = rng.choice(['compact', 'setup']) if {'param', 'variable'} & set(ops) else 'compact'
+        return Custom(ops, style, rng.choice(['state', 'state', 'counters']))
+
+
+# ------------------------------------------------------------------- containers
+
+
+@dataclass(frozen=True)
+class Child:
+    """A submodule of a container and how the container holds and calls it."""
+
+    node: Node
+    naming: str = 'auto'  # 'explicit': name= in compact style
+    storage: str = 'attr'  # setup: 'attr' | 'list' | 'dict'; either style: 'field'
+    combine: str = 'seq'  # 'residual': x + child(x); 'twice': one instance called twice
+
+
+@dataclass(frozen=True)
+class Container(Node):
+    """A user Module chaining its children, with ``setup`` or ``@nn.compact``."""
+
+    style: str
+    children: tuple[Child, ...]
+    head: bool = False  # a second method (setup style), for apply(method=...)
+
+    def kids(self):
+        return tuple(c.node for c in self.children)
+
+    def with_kids(self, kids):
+        return replace(
+            self, children=tuple(replace(c, node=k) for c, k in zip(self.children, kids))
+        )
+
+    def render(self, src: Source) -> Ctor:
+        name = src.fresh('Block')
+        fields, field_args, setup, calls = [], [], [], []
+        lists: dict[str, list[str]] = {'layers': [], 'blocks': []}
+        for i, child in enumerate(self.children):
+            ctor = child.node.render(src)
+            if child.storage == 'field':
+                fields.append(f'    sub{i}: nn.Module')
+                field_args.append(f'sub{i}={ctor.call()}')
+                ref = f'self.sub{i}'
+            elif self.style == 'setup':
+                if child.storage == 'list':
+                    ref = f'self.layers[{len(lists["layers"])}]'
+                    lists['layers'].append(ctor.call())
+                elif child.storage == 'dict':
+                    key = f'b{i}'
+                    ref = f"self.blocks['{key}']"
+                    lists['blocks'].append(f"'{key}': {ctor.call()}")
+                else:
+                    setup.append(f'self.c{i} = {ctor.call()}')
+                    ref = f'self.c{i}'
+            else:
+                extra = (f"name='c{i}'",) if child.naming == 'explicit' else ()
+                if child.combine == 'twice':
+                    calls.append(f'm{i} = {ctor.call(*extra)}')
+                    ref = f'm{i}'
+                else:
+                    ref = ctor.call(*extra)
+            if child.combine == 'residual':
+                calls.append(f'x = x + {ref}(x)')
+            elif child.combine == 'twice':
+                calls.append(f'x = {ref}({ref}(x))')
+            else:
+                calls.append(f'x = {ref}(x)')
+        if lists['layers']:
+            setup.append(f'self.layers = [{", ".join(lists["layers"])}]')
+        if lists['blocks']:
+            setup.append(f'self.blocks = {{{", ".join(lists["blocks"])}}}')
+        lines = [f'class {name}(nn.Module):', *fields]
+        if self.style == 'setup':
+            lines.append('    def setup(self):')
+            lines += [f'        {s}' for s in setup] or ['        pass']
+        else:
+            lines.append('    @nn.compact')
+        lines.append('    def __call__(self, x):')
+        lines += [f'        {c}' for c in calls] + ['        return x']
+        if self.head and self.style == 'setup':
+            lines.append('    def head(self, x):')
+            lines.append(f'        {calls[0]}')
+            lines.append('        return x * 2.0')
+        src.add('\n'.join(lines))
+        return Ctor(name, tuple(field_args))
+
+    def own_shrinks(self):
+        for child in self.children:
+            yield child.node
+        if len(self.children) > 1:
+            for i in range(len(self.children)):
+                yield replace(self, children=self.children[:i] + self.children[i + 1 :])
+        simple = {'naming': 'auto', 'storage': 'attr', 'combine': 'seq'}
+        for i, child in enumerate(self.children):
+            for key, value in simple.items():
+                if getattr(child, key) != value:
+                    kids = list(self.children)
+                    kids[i] = replace(child, **{key: value})
+                    yield replace(self, children=tuple(kids))
+        if self.style != 'compact' and not self.head:
+            yield replace(
+                self,
+                style='compact',
+                children=tuple(
+                    replace(c, storage='attr') if c.storage != 'field' else c for c in self.children
+                ),
+            )
+        if self.head:
+            yield replace(self, head=False)
+
+    def own_features(self):
+        out = {f'container.{self.style}'}
+        for c in self.children:
+            if c.storage != 'attr':
+                out.add(f'children.{c.storage}')
+            if c.naming != 'auto':
+                out.add(f'naming.{c.naming}')
+            if c.combine != 'seq':
+                out.add(f'combine.{c.combine}')
+        if self.head:
+            out.add('method.head')
+        return out
+
+    @staticmethod
+    def draw(rng: random.Random, ctx: Ctx, head: bool = False) -> Container:
+        style = 'setup' if head else rng.choice(['compact', 'setup'])
+        children = []
+        for _ in range(rng.choice([1, 1, 2, 2, 3])):
+            node = draw_node(rng, ctx.down())
+            storage = 'attr'
+            if rng.random() < 0.2:
+                storage = 'field'
+            elif style == 'setup':
+                storage = rng.choice(['attr', 'attr', 'list', 'dict'])
+            naming = 'explicit' if style == 'compact' and rng.random() < 0.4 else 'auto'
+            combine = rng.choice(['seq', 'seq', 'seq', 'residual', 'twice'])
+            children.append(Child(node, naming, storage, combine))
+        return Container(style, tuple(children), head)
+
+
+@dataclass(frozen=True)
+class ShareScope(Node):
+    """``nn.share_scope(self, self.inner)``: the child's variables live in the parent's scope."""
+
+    inner: Node
+
+    def kids(self):
+        return (self.inner,)
+
+    def with_kids(self, kids):
+        return replace(self, inner=kids[0])
+
+    def render(self, src: Source) -> Ctor:
+        ctor = self.inner.render(src)
+        name = src.fresh('Shared')
+        src.add(
+            f'class {name}(nn.Module):\n'
+            f'    def setup(self):\n'
+            f'        self.inner = {ctor.call()}\n'
+            f'        nn.share_scope(self, self.inner)\n'
+            f'    def __call__(self, x):\n'
+            f'        return self.inner(x)'
+        )
+        return Ctor(name)
+
+    def own_shrinks(self):
+        yield self.inner
+
+    def own_features(self):
+        return {'share_scope'}
+
+
+@dataclass(frozen=True)
+class Adopt(Node):
+    """One instance handed to two wrapper Modules as a dataclass field (adoption)."""
+
+    inner: Node
+    style: str = 'compact'
+
+    def kids(self):
+        return (self.inner,)
+
+    def with_kids(self, kids):
+        return replace(self, inner=kids[0])
+
+    def render(self, src: Source) -> Ctor:
+        ctor = self.inner.render(src)
+        wrap = src.fresh('Wrap')
+        src.add(
+            f'class {wrap}(nn.Module):\n'
+            f'    sub: nn.Module\n'
+            f'    @nn.compact\n'
+            f'    def __call__(self, x):\n'
+            f'        return self.sub(x)'
+        )
+        name = src.fresh('Adopt')
+        if self.style == 'setup':
+            body = (
+                f'    def setup(self):\n'
+                f'        shared = {ctor.call()}\n'
+                f'        self.a = {wrap}(sub=shared)\n'
+                f'        self.b = {wrap}(sub=shared)\n'
+                f'    def __call__(self, x):\n'
+                f'        return self.b(self.a(x))'
+            )
+        else:
+            body = (
+                f'    @nn.compact\n'
+                f'    def __call__(self, x):\n'
+                f'        shared = {ctor.call()}\n'
+                f'        x = {wrap}(sub=shared)(x)\n'
+                f'        return {wrap}(sub=shared)(x)'
+            )
+        src.add(f'class {name}(nn.Module):\n{body}')
+        return Ctor(name)
+
+    def own_shrinks(self):
+        yield self.inner
+        if self.style != 'compact':
+            yield replace(self, style='compact')
+
+    def own_features(self):
+        return {f'adopt.{self.style}'}
+
+
+def draw_node(rng: random.Random, ctx: Ctx) -> Node:
+    """Any node valid at ``ctx``: leaves get likelier as the tree deepens."""
+    from integration_tests.fuzz.lifted import Lifted
+
+    if ctx.depth >= 4:
+        return Leaf.draw(rng, ctx) if rng.random() < 0.7 else Custom.draw(rng, ctx)
+    weights = {
+        'leaf': 3 + 2 * ctx.depth,
+        'custom': 2,
+        'container': 3 - ctx.depth / 2,
+        'share_scope': 0.5,
+        'adopt': 0.7,
+        'lifted': 2.5 if ctx.lifts < 3 else 0,
+    }
+    kind = rng.choices(list(weights), [max(w, 0) for w in weights.values()])[0]
+    if kind == 'leaf':
+        return Leaf.draw(rng, ctx)
+    if kind == 'custom':
+        return Custom.draw(rng, ctx)
+    if kind == 'container':
+        return Container.draw(rng, ctx)
+    if kind == 'share_scope':
+        return ShareScope(draw_node(rng, ctx.down()))
+    if kind == 'adopt':
+        return Adopt(draw_node(rng, ctx.down()), rng.choice(['compact', 'setup']))
+    return Lifted.draw(rng, ctx)
+
+
+# ---------------------------------------------------------------------- programs
+
+
+@dataclass(frozen=True)
+class Program:
+    """A whole generated program: a root node and the rank of its input."""
+
+    root: Node
+    rank: int
+    seed: str = ''
+
+    def input_shape(self) -> tuple[int, ...]:
+        return (2,) * (self.rank - 1) + (FEATURE_DIM,)
+
+    def has_head(self) -> bool:
+        return isinstance(self.root, Container) and self.root.head and self.root.style == 'setup'
+
+    def features(self) -> set[str]:
+        return self.root.features() | {f'rank.{self.rank}'}
+
+    def size(self) -> int:
+        return self.root.size()
+
+    def source(self) -> str:
+        src = Source()
+        ctor = self.root.render(src)
+        header = [
+            f'# A generated Linen program (integration_tests/fuzz, {self.seed or "shrunk"}).',
+            'import jax',
+            'import jax.numpy as jnp',
+            FLAX_IMPORT,
+            '',
+            f'FEATURES = {FEATURE_DIM}',
+            f'INPUT_SHAPE = {self.input_shape()!r}',
+            f'HEAD = {self.has_head()!r}',
+        ]
+        footer = ['def make_model():', f'    return {ctor.call()}']
+        return '\n\n'.join(['\n'.join(header), *src.classes, '\n'.join(footer)]) + '\n'
+
+    def shrinks(self) -> Iterator[Program]:
+        if self.rank > self.root.min_rank():
+            yield replace(self, rank=self.rank - 1)
+        for node in self.root.shrinks():
+            if node.min_rank() <= self.rank:
+                yield replace(self, root=node)
+
+
+def draw_program(rng: random.Random, seed: str = '') -> Program:
+    rank = rng.choice([1, 2, 2, 3, 3])
+    ctx = Ctx(rank=rank)
+    root = Container.draw(rng, ctx, head=rng.random() < 0.3)
+    return Program(root, max(rank, root.min_rank()), seed)
+
+
+def node_types() -> tuple[type, ...]:
+    from integration_tests.fuzz.lifted import Lifted
+
+    return (Leaf, Custom, Container, ShareScope, Adopt, Lifted)
+
+
+__all__ = [
+    'Adopt',
+    'Child',
+    'Container',
+    'Ctor',
+    'Ctx',
+    'Custom',
+    'Leaf',
+    'Node',
+    'Program',
+    'ShareScope',
+    'Source',
+    'draw_node',
+    'draw_program',
+    'node_types',
+]

@@ -1,0 +1,278 @@
+"""The lifted-transform nodes of the grammar (``nn.vmap``, ``nn.scan``, ``nn.remat``,
+``nn.jit``, ``nn.cond``, ``nn.while_loop``, ``nn.map_variables``).
+
+One node class, :class:`Lifted`, whose ``kind`` picks the transform and whose
+``opts`` hold the drawn options (``variable_axes`` of params, ``split_rngs``, a
+``nn.broadcast`` Python argument, ``variable_carry``...). What each transform must
+say about the collections below it (``variable_axes`` for every collection, the
+``carry_variables`` of a loop) is derived from the wrapped subtree at render time,
+so a shrunk subtree renders a consistent transform.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+
+from integration_tests.fuzz.grammar import Ctor, Ctx, Node, Source, draw_node
+
+# Options of each kind and their plain values (what the shrinker resets them to).
+DEFAULTS: dict[str, dict[str, object]] = {
+    'vmap': {
+        'params_axis': 0,
+        'split_params': True,
+        'split_dropout': True,
+        'split_noise': True,
+        'metadata': False,
+    },  # fmt: skip
+    'scan': {
+        'params_axis': 0,
+        'split_params': True,
+        'split_dropout': True,
+        'split_noise': True,
+        'broadcast_arg': None,
+        'carry_state': False,
+        'cell': 'compact',
+        'length': False,
+        'metadata': False,
+    },  # fmt: skip
+    'remat': {'prevent_cse': True},
+    'jit': {},
+    'map_variables': {'scale_in': False},
+    'cond': {},
+    'while_loop': {'split_dropout': True},
+}
+# Transforms that peel one leading axis off their input.
+MAPPED = ('vmap', 'scan')
+
+
+def _axes(collections: set[str], params_axis: object, carry_state: bool, broadcast: str) -> str:
+    """The ``variable_axes`` dict for the collections found below a vmap/scan."""
+    axes = {'params': broadcast if params_axis is None else str(params_axis)}
+    for col in sorted(collections - {'params'}):
+        if carry_state and col in ('batch_stats', 'state', 'counters'):
+            continue
+        axes[col] = '0'
+    return '{' + ', '.join(f"'{k}': {v}" for k, v in axes.items()) + '}'
+
+
+def _split(opts: dict) -> str:
+    return (
+        f"{{'params': {opts['split_params']}, 'dropout': {opts['split_dropout']}, "
+        f"'noise': {opts['split_noise']}}}"
+    )
+
+
+@dataclass(frozen=True)
+class Lifted(Node):
+    """A lifted transform applied to the Module class of ``inner``."""
+
+    kind: str
+    inner: Node
+    opts: tuple[tuple[str, object], ...] = ()
+
+    def options(self) -> dict:
+        return {**DEFAULTS[self.kind], **dict(self.opts)}
+
+    def kids(self):
+        return (self.inner,)
+
+    def with_kids(self, kids):
+        return replace(self, inner=kids[0])
+
+    def min_rank(self) -> int:
+        return self.inner.min_rank() + (1 if self.kind in MAPPED else 0)
+
+    def own_shrinks(self):
+        yield self.inner
+        for key, value in self.opts:
+            if DEFAULTS[self.kind][key] != value:
+                yield replace(self, opts=tuple(o for o in self.opts if o[0] != key))
+
+    def own_features(self):
+        out = {f'lift.{self.kind}'}
+        defaults = DEFAULTS[self.kind]
+        for key, value in self.opts:
+            if defaults.get(key) != value:
+                out.add(f'lift.{self.kind}.{key}={value}')
+        return out
+
+    # ----------------------------------------------------------------- render
+
+    def render(self, src: Source) -> Ctor:
+        return getattr(self, f'_render_{self.kind}')(src, self.options())
+
+    def _render_vmap(self, src: Source, o: dict) -> Ctor:
+        inner = self.inner.render(src)
+        name = src.fresh('Vmapped')
+        meta = ", metadata_params={nn.PARTITION_NAME: 'batch'}" if o['metadata'] else ''
+        src.add(
+            f'{name} = nn.vmap(\n'
+            f'    {inner.callee},\n'
+            f'    variable_axes={_axes(self.inner.collections(), o["params_axis"], False, "None")},\n'
+            f'    split_rngs={_split(o)},\n'
+            f'    in_axes=0,\n'
+            f'    out_axes=0{meta},\n'
+            f')'
+        )
+        return Ctor(name, inner.args)
+
+    def _render_scan(self, src: Source, o: dict) -> Ctor:
+        inner = self.inner.render(src)
+        cell = src.fresh('Cell')
+        flag = o['broadcast_arg']
+        params = 'self, c, x, flag' if flag is not None else 'self, c, x'
+        use_flag = ['        if flag:', '            h = -h'] if flag is not None else []
+        if o['cell'] == 'setup':
+            head = [f'class {cell}(nn.Module):', '    def setup(self):',
+                    f'        self.body = {inner.call()}', f'    def __call__({params}):',
+                    '        h = self.body(c + x)']  # fmt: skip
+        else:
+            head = [f'class {cell}(nn.Module):', '    @nn.compact',
+                    f'    def __call__({params}):', f'        h = {inner.call()}(c + x)']  # fmt: skip
+        src.add('\n'.join(head + use_flag + ['        return h, h']))
+        scanned = src.fresh('Scanned')
+        carry = "    variable_carry='state',\n" if o['carry_state'] else ''
+        collections = self.inner.collections()
+        if o['carry_state'] and 'batch_stats' in collections:
+            carry = "    variable_carry=['state', 'counters', 'batch_stats'],\n"
+        elif o['carry_state']:
+            carry = "    variable_carry=['state', 'counters'],\n"
+        in_axes = '(0, nn.broadcast)' if flag is not None else '0'
+        length = '    length=2,\n' if o['length'] else ''
+        meta = "    metadata_params={nn.PARTITION_NAME: 'layers'},\n" if o['metadata'] else ''
+        src.add(
+            f'{scanned} = nn.scan(\n'
+            f'    {cell},\n'
+            f'    variable_axes={_axes(collections, o["params_axis"], o["carry_state"], "nn.broadcast")},\n'
+            f'    split_rngs={_split(o)},\n'
+            f'    in_axes={in_axes},\n{carry}{length}{meta}'
+            f')'
+        )
+        name = src.fresh('Scan')
+        extra = f', {flag!r}' if flag is not None else ''
+        src.add(
+            f'class {name}(nn.Module):\n'
+            f'    @nn.compact\n'
+            f'    def __call__(self, x):\n'
+            f'        c, ys = {scanned}()(jnp.zeros(x.shape[1:], x.dtype), x{extra})\n'
+            f'        return ys'
+        )
+        return Ctor(name)
+
+    def _render_remat(self, src: Source, o: dict) -> Ctor:
+        inner = self.inner.render(src)
+        name = src.fresh('Remat')
+        cse = '' if o['prevent_cse'] else ', prevent_cse=False'
+        src.add(f'{name} = nn.remat({inner.callee}{cse})')
+        return Ctor(name, inner.args)
+
+    def _render_jit(self, src: Source, o: dict) -> Ctor:
+        inner = self.inner.render(src)
+        name = src.fresh('Jitted')
+        src.add(f'{name} = nn.jit({inner.callee})')
+        return Ctor(name, inner.args)
+
+    def _render_map_variables(self, src: Source, o: dict) -> Ctor:
+        inner = self.inner.render(src)
+        name = src.fresh('Mapped')
+        trans_in = (
+            'lambda vs: jax.tree_util.tree_map(lambda a: a * 0.5, vs)'
+            if o['scale_in']
+            else 'lambda vs: vs'
+        )
+        src.add(
+            f'{name} = nn.map_variables(\n'
+            f"    {inner.callee}, 'params', trans_in_fn={trans_in},\n"
+            f'    trans_out_fn=lambda vs: vs, init=True, mutable=True,\n'
+            f')'
+        )
+        return Ctor(name, inner.args)
+
+    def _render_cond(self, src: Source, o: dict) -> Ctor:
+        inner = self.inner.render(src)
+        name = src.fresh('Cond')
+        make = inner.call("name='branch'")
+        src.add(
+            f'class {name}(nn.Module):\n'
+            f'    @nn.compact\n'
+            f'    def __call__(self, x):\n'
+            f'        def on_true(mdl, x):\n'
+            f'            return {make}(x)\n'
+            f'        def on_false(mdl, x):\n'
+            f'            return -{make}(x)\n'
+            f'        return nn.cond(jnp.sum(x) > 0, on_true, on_false, self, x)'
+        )
+        return Ctor(name)
+
+    def _render_while_loop(self, src: Source, o: dict) -> Ctor:
+        inner = self.inner.render(src)
+        name = src.fresh('Loop')
+        carried = sorted(self.inner.collections() & {'batch_stats', 'state', 'counters'})
+        src.add(
+            f'class {name}(nn.Module):\n'
+            f'    def setup(self):\n'
+            f'        self.body = {inner.call()}\n'
+            f'    def __call__(self, x):\n'
+            f'        x = self.body(x)\n'
+            f'        def cond_fn(mdl, c):\n'
+            f'            return c[0] < 2\n'
+            f'        def body_fn(mdl, c):\n'
+            f'            return c[0] + 1, mdl.body(c[1])\n'
+            f'        _, x = nn.while_loop(\n'
+            f'            cond_fn, body_fn, self, (jnp.array(0), x),\n'
+            f"            carry_variables={carried!r}, broadcast_variables='params',\n"
+            f"            split_rngs={{'params': False, 'dropout': {o['split_dropout']}, "
+            f"'noise': {o['split_dropout']}}},\n"
+            f'        )\n'
+            f'        return x'
+        )
+        return Ctor(name)
+
+    # ------------------------------------------------------------------- draw
+
+    @staticmethod
+    def draw(rng: random.Random, ctx: Ctx) -> Node:
+        kinds = ['remat', 'jit', 'map_variables', 'cond', 'while_loop']
+        if ctx.rank >= 2:
+            kinds += ['vmap', 'scan'] * 3
+        kind = rng.choice(kinds)
+        inner_ctx = ctx.down(
+            lifts=ctx.lifts + 1,
+            rank=ctx.rank - (1 if kind in MAPPED else 0),
+            in_loop=ctx.in_loop or kind == 'while_loop',
+        )
+        inner = draw_node(rng, inner_ctx)
+        opts: dict[str, object] = {}
+        if kind in MAPPED:
+            if rng.random() < 0.3:
+                opts['params_axis'] = None
+                opts['split_params'] = rng.random() < 0.1
+            elif rng.random() < 0.1:
+                opts['split_params'] = False
+            for stream in ('dropout', 'noise'):
+                if rng.random() < 0.3:
+                    opts[f'split_{stream}'] = False
+            if opts.get('params_axis', 0) == 0 and rng.random() < 0.2:
+                opts['metadata'] = True
+        if kind == 'scan':
+            if rng.random() < 0.3:
+                opts['broadcast_arg'] = rng.choice([True, False])
+            if rng.random() < 0.3:
+                opts['carry_state'] = True
+            if rng.random() < 0.4:
+                opts['cell'] = 'setup'
+            if rng.random() < 0.2:
+                opts['length'] = True
+        if kind == 'remat' and rng.random() < 0.3:
+            opts['prevent_cse'] = False
+        if kind == 'map_variables' and rng.random() < 0.5:
+            opts['scale_in'] = True
+        if kind == 'while_loop' and rng.random() < 0.3:
+            opts['split_dropout'] = False
+        defaults = DEFAULTS[kind]
+        kept = tuple((k, v) for k, v in opts.items() if defaults[k] != v)
+        return Lifted(kind, inner, kept)
+
+
+__all__ = ['DEFAULTS', 'Lifted']

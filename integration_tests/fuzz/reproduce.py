@@ -1,0 +1,117 @@
+"""Writing and running the standalone reproducer scripts of ``reproducers/``.
+
+A reproducer is a Python file holding the shrunk program's source (``SOURCE``, with
+``import flax.linen as nn``; linen runs it with that line swapped), the stage and
+kind of the difference it shows (``STAGE``, ``KIND``) and its class (``CLASS``).
+Run as a script it prints every difference and exits 1 while the one it was
+written for remains. A hand-written reproducer may define ``check()`` instead,
+returning the differences it finds as strings.
+"""
+
+from __future__ import annotations
+
+import re
+import runpy
+from pathlib import Path
+
+from integration_tests.fuzz.compare import Difference
+
+REPRODUCERS = Path(__file__).resolve().parent / 'reproducers'
+
+_TEMPLATE = '''"""Fuzz reproducer {name}: {stage} / {kind}.
+
+{detail}
+
+Found by `nox -s fuzz` ({seed}), shrunk. `python {relpath}` prints the
+differences between Flax and linen and exits 1 while this one remains.
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
+CLASS = {klass!r}
+STAGE = {stage!r}
+KIND = {kind!r}
+SOURCE = {source}
+
+if __name__ == '__main__':
+    from integration_tests.fuzz.reproduce import main
+
+    sys.exit(main(SOURCE, STAGE, KIND))
+'''
+
+
+def _triple_quoted(text: str) -> str:
+    return "'''\\\n" + text.replace('\\', '\\\\').replace("'''", "\\'\\'\\'") + "'''"
+
+
+def write_reproducer(klass: str, diff: Difference, source: str, seed: str, out: Path) -> Path:
+    """A new file ``<stage>_<kind>_<n>.py`` under ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    stem = re.sub(r'[^a-z0-9]+', '_', f'{diff.stage}_{diff.kind}'.lower())
+    n = 1
+    while (out / f'{stem}_{n}.py').exists():
+        n += 1
+    path = out / f'{stem}_{n}.py'
+    try:
+        relpath = path.relative_to(Path.cwd())
+    except ValueError:
+        relpath = path
+    detail = '\n'.join(f'    {line}' for line in str(diff).splitlines()[:6])
+    path.write_text(
+        _TEMPLATE.format(
+            name=path.stem,
+            stage=diff.stage,
+            kind=diff.kind,
+            detail=f'First seen:\n{detail}',
+            seed=seed,
+            relpath=relpath,
+            klass=klass,
+            source=_triple_quoted(source),
+        )  # fmt: skip
+    )
+    return path
+
+
+def load(path: Path) -> dict:
+    """The module-level names of a reproducer file, without running its main."""
+    return runpy.run_path(str(path), run_name='fuzz_reproducer')
+
+
+def remaining(namespace: dict) -> list[str]:
+    """The differences the reproducer was written for that still show."""
+    if 'check' in namespace:
+        return list(namespace['check']())
+    from integration_tests.fuzz.runner import differences
+
+    stage, kind = namespace['STAGE'], namespace['KIND']
+    return [
+        str(d)
+        for d in differences(namespace['SOURCE'], (stage,))
+        if (d.stage, d.kind) == (stage, kind)
+    ]
+
+
+def existing_classes(folder: Path = REPRODUCERS) -> set[str]:
+    found = set()
+    for path in sorted(folder.glob('*.py')):
+        match = re.search(r"^CLASS = '([^']*)'", path.read_text(), re.M)
+        if match:
+            found.add(match.group(1))
+    return found
+
+
+def main(source: str, stage: str, kind: str) -> int:
+    from integration_tests.fuzz.runner import differences
+
+    diffs = differences(source)
+    for d in diffs:
+        print(d)
+    if not diffs:
+        print('no difference between Flax and linen')
+    return 1 if any((d.stage, d.kind) == (stage, kind) for d in diffs) else 0
+
+
+__all__ = ['REPRODUCERS', 'existing_classes', 'load', 'main', 'remaining', 'write_reproducer']
