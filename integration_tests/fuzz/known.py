@@ -17,37 +17,81 @@ from integration_tests.fuzz.compare import Difference
 
 @dataclass(frozen=True)
 class KnownFinding:
-    id: str  # the heading in FINDINGS.md
+    id: str  # the heading in FINDINGS.md (F<n>), or D<n> for a documented difference
     title: str
-    stage: str
-    kind: str
+    stages: tuple[str, ...] | None  # None: any stage
+    kinds: tuple[str, ...]
     # A program shows it only when it has all of these; None: the generator never
     # writes such a program (a hand-written reproducer shows it).
     features: frozenset[str] | None
     reproducers: tuple[str, ...] = ()
 
     def matches(self, diff: Difference, features: set[str]) -> bool:
-        if self.features is None:
+        if self.features is None or not self.features <= features:
             return False
-        return (diff.stage, diff.kind) == (self.stage, self.kind) and self.features <= features
+        return diff.kind in self.kinds and (self.stages is None or diff.stage in self.stages)
 
+
+_LIFTED_STAGES = ('apply', 'jit_apply', 'grad', 'method', 'bind')
 
 KNOWN: tuple[KnownFinding, ...] = (
     KnownFinding(
         'F1',
         'a Module class defined where its __module__ is not in sys.modules fails in linen',
-        'define',
-        'raises',
+        ('define',),
+        ('raises',),
         None,
         ('define_module_not_in_sys_modules_1',),
     ),
     KnownFinding(
         'F2',
         'nn.logical_to_mesh warns (LogicalAxisRulesWarning) where Flax is silent',
-        'partition',
-        'warnings',
+        ('partition',),
+        ('warnings',),
         frozenset(),
         ('partition_warnings_1',),
+    ),
+    KnownFinding(
+        'F3',
+        'nn.map_variables(mutable=True) applied without the collection mutable: '
+        'Flax raises ScopeCollectionNotFound, linen runs',
+        _LIFTED_STAGES,
+        ('raises',),
+        frozenset({'lift.map_variables', 'lift.map_variables.mutable=True'}),
+        ('apply_raises_1',),
+    ),
+    KnownFinding(
+        'F4',
+        'nn.SelfAttention: Flax warns DeprecationWarning, linen is silent',
+        ('init', 'eval_shape', 'lazy_init', 'apply', 'jit_apply', 'grad', 'method', 'bind'),
+        ('warnings',),
+        frozenset({'layer.SelfAttention'}),
+        ('init_warnings_1',),
+    ),
+    KnownFinding(
+        'F5',
+        'lazy_init raises LazyInitError under nn.cond where Flax initialises',
+        ('lazy_init',),
+        ('raises',),
+        frozenset({'lift.cond'}),
+        ('lazy_init_raises_1',),
+    ),
+    KnownFinding(
+        'F5',
+        'lazy_init raises LazyInitError under nn.scan where Flax initialises',
+        ('lazy_init',),
+        ('raises',),
+        frozenset({'lift.scan'}),
+        ('lazy_init_raises_2',),
+    ),
+    KnownFinding(
+        'D1',
+        'nn.jit keeps the parameters a key gives (docs/differences.md, "nn.jit keeps the '
+        'parameters a key gives"); Flax changes them',
+        None,
+        ('values', 'values-ulp'),
+        frozenset({'lift.jit'}),
+        (),
     ),
 )
 

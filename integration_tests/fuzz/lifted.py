@@ -38,7 +38,7 @@ DEFAULTS: dict[str, dict[str, object]] = {
     },  # fmt: skip
     'remat': {'prevent_cse': True},
     'jit': {},
-    'map_variables': {'scale_in': False},
+    'map_variables': {'scale_in': False, 'mutable': False},
     'cond': {},
     'while_loop': {'split_dropout': True},
 }
@@ -184,7 +184,7 @@ class Lifted(Node):
         src.add(
             f'{name} = nn.map_variables(\n'
             f"    {inner.callee}, 'params', trans_in_fn={trans_in},\n"
-            f'    trans_out_fn=lambda vs: vs, init=True, mutable=True,\n'
+            f'    trans_out_fn=lambda vs: vs, init=True, mutable={o["mutable"]},\n'
             f')'
         )
         return Ctor(name, inner.args)
@@ -266,8 +266,11 @@ class Lifted(Node):
                 opts['length'] = True
         if kind == 'remat' and rng.random() < 0.3:
             opts['prevent_cse'] = False
-        if kind == 'map_variables' and rng.random() < 0.5:
-            opts['scale_in'] = True
+        if kind == 'map_variables':
+            if rng.random() < 0.5:
+                opts['scale_in'] = True
+            if rng.random() < 0.1:
+                opts['mutable'] = True
         if kind == 'while_loop' and rng.random() < 0.3:
             opts['split_dropout'] = False
         defaults = DEFAULTS[kind]
