@@ -1,16 +1,25 @@
-"""Installs of a subset of the distributions, from built wheels, into a fresh venv.
+"""Installs as the README documents them, each into a fresh venv, and the hints they lead to.
 
-One venv serves both checks: first it holds only the ``linen-core`` wheel (and its
-dependencies from the index), then the ``linen-module`` wheel is added. The venv
-does not see this environment's site-packages, so an accidental import of a
-sibling distribution fails here. JAX is pinned to the version running these tests
-so that uv answers from its cache.
+Three situations, three venvs that do not see this environment's site-packages (an
+accidental import of a sibling distribution fails here):
+
+- **built wheels in a folder** (what ``nox -s build`` leaves in ``dist/``): ``linen-core``
+  alone, then ``linen-module`` added, then the command the missing-name hint
+  prints, then the README's ``--find-links dist "linen-core[all]"``;
+- **one wheel file** installed by path: the hint names the folder it came from;
+- **a checkout**: ``linen-core`` from ``packages/``, the hint's command (the sibling
+  folders, since no index has them), then the README's ``./packages/*``.
+
+Every printed command is run as printed (``pip install`` ARGS, through uv when it
+exists). JAX is pinned to the version running these tests so that uv answers from
+its cache.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +28,24 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-FACADE_CHECK = """
+ROOT = Path(__file__).resolve().parent.parent
+DISTRIBUTIONS = [
+    'linen-core',
+    'linen-module',
+    'linen-transforms',
+    'linen-layers',
+    'linen-profiling',
+]
+
+# The commands the README and Getting started give, verbatim (the tests run them).
+FROM_CHECKOUT = 'python3 -m pip install ./packages/*'
+BUILD_WHEELS = 'python3 -m nox -s build'
+FROM_WHEELS = 'python3 -m pip install --find-links dist "linen-core[all]"'
+
+FACADE_CHECK = f"""
+DISTRIBUTIONS = {DISTRIBUTIONS!r}
 import json
+from importlib import metadata
 import linen.core
 import linen.nn as nn
 
@@ -31,29 +56,46 @@ def attribute_error(name):
         return str(exc)
     return None
 
-result = {'core_version': linen.core.__version__, 'dense_error': attribute_error('Dense')}
+installed = []
+for dist in DISTRIBUTIONS:
+    try:
+        metadata.version(dist)
+        installed.append(dist)
+    except metadata.PackageNotFoundError:
+        pass
+result = {{'core_version': linen.core.__version__, 'dense_error': attribute_error('Dense'),
+          'installed': installed}}
 try:
     import linen.module
-    result['module_installed'] = True
-    result['has_module_class'] = hasattr(linen.module, 'Module')
+    result['nn_module_is_module'] = nn.Module is linen.module.Module
 except ImportError:
-    result['module_installed'] = False
-if result['module_installed'] and result['has_module_class']:
-    module_cls = nn.Module
-    result['nn_module_is_module'] = module_cls is linen.module.Module
+    result['nn_module_is_module'] = None
 print(json.dumps(result))
 """
 
 
-def _build_wheel(tools, dist: str, outdir: Path) -> Path:
+def test_readme_and_getting_started_give_the_tested_commands():
+    for page in (ROOT / 'README.md', ROOT / 'docs' / 'getting-started.md'):
+        text = page.read_text(encoding='utf-8')
+        for command in (FROM_CHECKOUT, BUILD_WHEELS, FROM_WHEELS):
+            assert command in text, (page.name, command)
+    installing = (ROOT / 'docs' / 'installing.md').read_text(encoding='utf-8')
+    assert FROM_CHECKOUT in installing and FROM_WHEELS in installing
+
+
+@pytest.fixture(scope='module')
+def wheels(tools, tmp_path_factory) -> Path:
+    """Every distribution's wheel in one folder, as ``nox -s build`` leaves them."""
     if importlib.util.find_spec('build') is None or importlib.util.find_spec('hatchling') is None:
-        pytest.skip('building wheels needs the "build" and "hatchling" packages')
-    tools.run_checked(
-        [sys.executable, '-m', 'build', '--wheel', '--no-isolation', '--outdir', str(outdir)]
-        + [str(tools.packages / dist)]
-    )
-    (wheel,) = outdir.glob(f'{dist.replace("-", "_")}-*.whl')
-    return wheel
+        pytest.fail('building wheels needs the "build" and "hatchling" packages (TEST_DEPS)')
+    outdir = tmp_path_factory.mktemp('dist')
+    for dist in DISTRIBUTIONS:
+        tools.run_checked(
+            [sys.executable, '-m', 'build', '--wheel', '--no-isolation', '--outdir', str(outdir)]
+            + [str(tools.packages / dist)]
+        )
+    assert len(list(outdir.glob('linen_*.whl'))) == len(DISTRIBUTIONS)
+    return outdir
 
 
 def _fresh_venv(tools, path: Path) -> str:
@@ -62,50 +104,99 @@ def _fresh_venv(tools, path: Path) -> str:
         tools.run_checked([uv, 'venv', '--quiet', '--python', sys.executable, str(path)])
     else:
         subprocess.run([sys.executable, '-m', 'venv', str(path)], check=True)
-    python = path / ('Scripts/python.exe' if sys.platform == 'win32' else 'bin/python')
-    return str(python)
+    return str(path / ('Scripts/python.exe' if sys.platform == 'win32' else 'bin/python'))
 
 
-@pytest.fixture(scope='module')
-def subset_env(tools, tmp_path_factory):
-    root = tmp_path_factory.mktemp('subset')
-    wheels = root / 'wheels'
-    core_wheel = _build_wheel(tools, 'linen-core', wheels)
-    module_wheel = _build_wheel(tools, 'linen-module', wheels)
-    python = _fresh_venv(tools, root / 'venv')
-    jax_version = importlib.metadata.version('jax')
-    jaxlib_version = importlib.metadata.version('jaxlib')
-    tools.run_checked(
-        tools.pip_install_command(python)
-        + [str(core_wheel), f'jax=={jax_version}', f'jaxlib=={jaxlib_version}']
-    )
-    return {'python': python, 'module_wheel': module_wheel, 'cwd': root, 'tools': tools}
+def _pins() -> list[str]:
+    return [
+        f'jax=={importlib.metadata.version("jax")}',
+        f'jaxlib=={importlib.metadata.version("jaxlib")}',
+    ]
 
 
-def _check(env) -> dict:
+def _pip_install(tools, python: str, args: list[str], cwd: Path) -> None:
+    tools.run_checked(tools.pip_install_command(python) + args + _pins(), cwd=cwd)
+
+
+def _run_documented(tools, python: str, command: str, cwd: Path) -> None:
+    """Run ``[python3 -m] pip install ARGS`` as a shell would (``*`` expanded in ``cwd``)."""
+    words = shlex.split(command)
+    if words[:3] == ['python3', '-m', 'pip']:
+        words = words[2:]
+    assert words[:2] == ['pip', 'install'], command
+    args: list[str] = []
+    for word in words[2:]:
+        args += sorted(str(p) for p in cwd.glob(word)) if '*' in word else [word]
+    _pip_install(tools, python, args, cwd)
+
+
+def _check(tools, python: str, cwd: Path) -> dict:
     # cwd outside the repository: nothing from the source tree is importable.
-    return env['tools'].run_probe(FACADE_CHECK, python=env['python'], cwd=env['cwd'])
+    return tools.run_probe(FACADE_CHECK, python=python, cwd=cwd)
 
 
-def _assert_layers_hint(message: str | None) -> None:
+def _hinted_command(message: str | None) -> str:
     assert message is not None, 'nn.Dense did not raise AttributeError without linen-layers'
-    assert 'linen-layers' in message
-    assert 'pip install "linen-core[layers]"' in message
+    assert 'linen-layers' in message, message
+    return message.split('Install it with: ', 1)[1]
 
 
-def test_core_only_then_core_and_module(subset_env):
-    core_only = _check(subset_env)
-    assert core_only['module_installed'] is False
-    _assert_layers_hint(core_only['dense_error'])
+def test_wheels_folder_core_then_module_then_hint_then_all(tools, wheels, tmp_path):
+    python = _fresh_venv(tools, tmp_path / 'venv')
+    _pip_install(tools, python, ['--find-links', str(wheels), 'linen-core'], tmp_path)
+    core_only = _check(tools, python, tmp_path)
+    assert core_only['installed'] == ['linen-core']
+    assert core_only['nn_module_is_module'] is None
+    # Installed by name from a folder, as from an index: nothing records which, so the
+    # hint gives the index command and says what to add for built wheels.
+    hint = _hinted_command(core_only['dense_error'])
+    assert hint.startswith('pip install "linen-core[layers]" (from built wheels: add --find-links')
 
     # Add linen-module; its only dependency, linen-core, is already there.
-    subset_env['tools'].run_checked(
-        subset_env['tools'].pip_install_command(subset_env['python'])
-        + ['--no-deps', str(subset_env['module_wheel'])]
-    )
-    with_module = _check(subset_env)
-    assert with_module['module_installed'] is True
+    _pip_install(tools, python, ['--no-deps', *wheels.glob('linen_module-*.whl')], tmp_path)
+    with_module = _check(tools, python, tmp_path)
+    assert with_module['installed'] == ['linen-core', 'linen-module']
     assert with_module['core_version'] == core_only['core_version']
-    _assert_layers_hint(with_module['dense_error'])
-    assert with_module['has_module_class'] is True
     assert with_module['nn_module_is_module'] is True
+    _hinted_command(with_module['dense_error'])
+
+    # The hint's command, with the folder it says to add, brings the layers.
+    command = hint.split(' (', 1)[0].replace('install', f'install --find-links {wheels}', 1)
+    _run_documented(tools, python, command, tmp_path)
+    with_layers = _check(tools, python, tmp_path)
+    assert with_layers['dense_error'] is None
+    assert 'linen-profiling' not in with_layers['installed']
+
+    # The README's command (dist/ is where `nox -s build` writes; here, the test's folder).
+    (tmp_path / 'dist').symlink_to(wheels, target_is_directory=True)
+    _run_documented(tools, python, FROM_WHEELS, tmp_path)
+    assert _check(tools, python, tmp_path)['installed'] == DISTRIBUTIONS
+
+
+def test_wheel_file_hint_names_its_folder(tools, wheels, tmp_path):
+    python = _fresh_venv(tools, tmp_path / 'venv')
+    (core_wheel,) = wheels.glob('linen_core-*.whl')
+    _pip_install(tools, python, [str(core_wheel)], tmp_path)
+    hint = _hinted_command(_check(tools, python, tmp_path)['dense_error'])
+    assert hint == f'pip install --find-links {wheels} "linen-core[layers]"'
+    _run_documented(tools, python, hint, tmp_path)
+    after = _check(tools, python, tmp_path)
+    assert after['dense_error'] is None
+    assert after['installed'] == ['linen-core', 'linen-module', 'linen-transforms', 'linen-layers']
+
+
+def test_checkout_core_then_hint_then_every_folder(tools, tmp_path):
+    python = _fresh_venv(tools, tmp_path / 'venv')
+    # What failed before: the extra names siblings that no index has.
+    _pip_install(tools, python, ['./packages/linen-core'], ROOT)
+    hint = _hinted_command(_check(tools, python, tmp_path)['dense_error'])
+    # The folder of linen-layers and of the siblings it needs that are missing.
+    folders = [ROOT / 'packages' / d for d in ('linen-layers', 'linen-module', 'linen-transforms')]
+    assert hint == 'pip install ' + ' '.join(str(f) for f in folders)
+    _run_documented(tools, python, hint, tmp_path)
+    after = _check(tools, python, tmp_path)
+    assert after['dense_error'] is None and after['nn_module_is_module'] is True
+    assert 'linen-profiling' not in after['installed']
+
+    _run_documented(tools, python, FROM_CHECKOUT, ROOT)
+    assert _check(tools, python, tmp_path)['installed'] == DISTRIBUTIONS

@@ -30,7 +30,7 @@ from linen.core.errors import (
     PluginLoadError,
     PluginWarning,
 )
-from linen.nn._hints import FIRST_PARTY, PROVIDED_BY
+from linen.nn._hints import FIRST_PARTY, PROVIDED_BY, install_command
 
 __all__: list[str] = []
 
@@ -194,11 +194,10 @@ def _missing_message(name: str, table: _Table) -> tuple[str, PluginError | None]
         broken = [e for e in failures if getattr(e, 'distribution', None) == dist]
         if broken:
             return f'linen.nn.{name} is provided by {dist}, which failed: {broken[0]}', broken[0]
-        extra = dist.removeprefix('linen-')
         return (
             f'linen.nn.{name} is provided by the distribution {dist}, which is not '
             f'installed (or is disabled by LINEN_DISABLE_PLUGINS). Install it with: '
-            f'pip install "linen-core[{extra}]"'
+            f'{install_command(dist)}'
         ), None
     if not failures:
         return f"module 'linen.nn' has no attribute {name!r}", None
