@@ -75,7 +75,7 @@ TEST_DEPS = [
     'orbax-checkpoint',
     # The integration tests build wheels and make throwaway venvs with uv.
     'uv',
-    # integration_tests/test_demo.py runs examples/demo.py (DEMO_DEPS).
+    # integration_tests/test_demo.py runs examples/demo.py (examples/requirements.txt).
     'scikit-learn',
     'orbax-checkpoint',
     'rich',
@@ -84,9 +84,9 @@ TEST_DEPS = [
     'mkdocs>=1.6',
 ]
 
-# What examples/demo.py imports beyond the workspace: the data set, the optimizer,
-# the checkpointer, the progress bar and the plot.
-DEMO_DEPS = ['scikit-learn', 'optax', 'orbax-checkpoint', 'rich', 'matplotlib']
+# What the examples import beyond the workspace, listed once in examples/requirements.txt
+# (examples/demo.py reads the same file to name what is missing).
+DEMO_REQUIREMENTS = ROOT / 'examples' / 'requirements.txt'
 
 # The site build: MkDocs Material, the API reference from the docstrings, and what
 # the pages whose pictures are drawn at build time import (docs/_site_hooks.py runs
@@ -246,8 +246,13 @@ def demo(session: nox.Session) -> None:
     Outputs (checkpoint, curves, tables, profiler trace) go to ``demo-out/``;
     ``nox -s demo -- --help`` lists the options (``--epochs``, ``--out``, ...).
     """
-    session.install(*_editable_args(), 'jax', *DEMO_DEPS)
-    session.run('python', str(ROOT / 'examples' / 'demo.py'), *session.posargs)
+    script = str(ROOT / 'examples' / 'demo.py')
+    if {'-h', '--help'} & set(session.posargs):
+        # The options need nothing installed: answer before the installs.
+        session.run('python', script, '--help')
+        return
+    session.install(*_editable_args(), 'jax', '-r', str(DEMO_REQUIREMENTS))
+    session.run('python', script, *session.posargs)
 
 
 @nox.session

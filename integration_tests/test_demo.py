@@ -10,8 +10,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,27 +22,45 @@ pytest.importorskip('sklearn')
 pytest.importorskip('orbax.checkpoint')
 pytest.importorskip('rich')
 
-DEMO = Path(__file__).resolve().parent.parent / 'examples' / 'demo.py'
+EXAMPLES = Path(__file__).resolve().parent.parent / 'examples'
+DEMO = EXAMPLES / 'demo.py'
 EPOCHS, BATCH = 2, 128
 STEPS_PER_EPOCH = 1437 // BATCH  # the 80 % training split of the 1,797 images
+# JAX_LOG_COMPILES's line for each XLA compilation of the train step (older JAX
+# versions leave out the "jit(...)").
+TRAIN_STEP_COMPILE = re.compile(r'Compiling (?:jit\()?train_step_fn\b')
+
+
+def _load(name: str, path: Path):
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    # dataclasses look the module up by name while building the Modules.
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def _load_demo():
-    if 'linen_demo' in sys.modules:
-        return sys.modules['linen_demo']
-    spec = importlib.util.spec_from_file_location('linen_demo', DEMO)
-    module = importlib.util.module_from_spec(spec)
-    # dataclasses look the module up by name while building the Modules.
-    sys.modules['linen_demo'] = module
-    spec.loader.exec_module(module)
-    return module
+    """The command line (options, requirement check, outputs)."""
+    return _load('linen_demo', DEMO)
+
+
+def _load_model():
+    """The model, data and training loop the command line runs."""
+    return _load('linen_demo_cnn', EXAMPLES / 'digits_cnn.py')
 
 
 @pytest.fixture(scope='module')
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp('demo')
-    # The demo's own output is informational; orbax's absl logging is quieted.
-    env = {**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '3'}
+    # A previous run's files: the run must replace or remove every one of them.
+    for name in _load_demo().OUTPUTS:
+        (out / name).write_text('stale')
+    # The demo's own output is informational; orbax's absl logging is quieted. Each
+    # XLA compilation is logged (to stderr) so that the test can count them.
+    env = {**os.environ, 'TF_CPP_MIN_LOG_LEVEL': '3', 'JAX_LOG_COMPILES': '1'}
     result = subprocess.run(
         [sys.executable, str(DEMO), '--epochs', str(EPOCHS), '--batch-size', str(BATCH)]
         + ['--out', str(out)],
@@ -50,11 +70,11 @@ def run(tmp_path_factory):
         timeout=600,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return out, result.stdout, json.loads((out / 'metrics.json').read_text())
+    return out, result.stdout, json.loads((out / 'metrics.json').read_text()), result.stderr
 
 
 def test_accuracy_far_above_chance_and_history(run):
-    _, stdout, metrics = run
+    _, stdout, metrics, _ = run
     assert metrics['test_accuracy'] >= 0.6
     assert [h['epoch'] for h in metrics['history']] == [1, 2]
     assert metrics['history'][1]['train_loss'] < metrics['history'][0]['train_loss']
@@ -63,7 +83,7 @@ def test_accuracy_far_above_chance_and_history(run):
 
 
 def test_every_output_exists_and_its_path_is_printed(run):
-    out, stdout, metrics = run
+    out, stdout, metrics, _ = run
     keys = ['checkpoint', 'curves', 'costs', 'summary', 'times', 'trace', 'report']
     for key in keys + ['flame_png', 'flame_html', 'perfetto']:
         path = Path(metrics[key])
@@ -74,7 +94,7 @@ def test_every_output_exists_and_its_path_is_printed(run):
 
 
 def test_reports_name_the_modules(run):
-    out, _, _ = run
+    out, _, _, _ = run
     summary = (out / 'summary.txt').read_text()
     # 3*3*32*64 kernel of the second conv, no bias; BatchNorm holds 2*64 stats.
     assert 'CheckpointConvBlock_1/Conv_0' in summary and '18,432' in summary
@@ -117,7 +137,7 @@ CONV_1_KERNEL_BYTES = 3 * 3 * 32 * 64 * 4
 
 
 def test_joined_report_splits_costs_and_joins_time_memory_trace(run):
-    out, stdout, metrics = run
+    out, stdout, metrics, _ = run
     text = Path(metrics['report']).read_text()
     assert text in stdout
     report = json.loads((out / 'report.json').read_text())
@@ -158,7 +178,7 @@ def test_joined_report_splits_costs_and_joins_time_memory_trace(run):
 def test_flame_graph_png_and_html(run):
     from PIL import Image
 
-    _, _, metrics = run
+    _, _, metrics, _ = run
     png = Path(metrics['flame_png'])
     assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
     with Image.open(png) as image:
@@ -175,7 +195,7 @@ def test_flame_graph_png_and_html(run):
 
 
 def test_perfetto_trace_has_a_track_per_module_of_the_model(run):
-    _, _, metrics = run
+    _, _, metrics, _ = run
     events = json.loads(Path(metrics['perfetto']).read_text())['traceEvents']
     tracks = {e['tid']: e['args']['name'] for e in events if e['name'] == 'thread_name'}
     assert set(MODULES) <= set(tracks.values())
@@ -196,10 +216,10 @@ def test_checkpoint_restores_into_a_fresh_state(run):
     import numpy as np
     import orbax.checkpoint as ocp
 
-    out, _, metrics = run
-    demo = _load_demo()
-    x_train = demo.load_digits(0)[0]
-    fresh = demo.create_state(demo.CNN(), jax.random.key(0), x_train[:BATCH], 1e-3)
+    out, _, metrics, _ = run
+    cnn = _load_model()
+    x_train = cnn.load_digits(0)[0]
+    fresh = cnn.create_state(cnn.CNN(), jax.random.key(0), x_train[:BATCH], 1e-3)
     target = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, fresh)
     with ocp.StandardCheckpointer() as checkpointer:
         restored = checkpointer.restore(Path(metrics['checkpoint']), target)
@@ -223,3 +243,89 @@ def test_help_and_bad_options():
         with pytest.raises(SystemExit) as exc:
             demo.parse_args(bad)
         assert exc.value.code == 2
+
+
+def test_train_step_compiles_once(run):
+    # The checkpoint restore between the epochs must not change jit's cache key
+    # (importing orbax there once did: it defines JAX config options).
+    _, _, metrics, stderr = run
+    compiles = TRAIN_STEP_COMPILE.findall(stderr)
+    assert len(compiles) == 1, f'the train step compiled {len(compiles)} times'
+    assert metrics['steps'] == EPOCHS * STEPS_PER_EPOCH  # and it ran every step
+
+
+def test_every_output_is_this_runs(run):
+    """The folder holds exactly the outputs the demo lists, none left from before."""
+    out, _, metrics, _ = run
+    demo = _load_demo()
+    assert sorted(p.name for p in out.iterdir()) == sorted(demo.OUTPUTS)
+    for name in demo.OUTPUTS:
+        path = out / name
+        assert path.is_dir() or path.read_bytes() != b'stale', name
+
+
+def test_clear_outputs_removes_only_the_demos_files(tmp_path):
+    demo = _load_demo()
+    for name in demo.OUTPUTS:
+        if name in ('checkpoint', 'trace'):
+            (tmp_path / name / 'old').mkdir(parents=True)
+        else:
+            (tmp_path / name).write_text('old')
+    (tmp_path / 'notes.txt').write_text('mine')
+    demo.clear_outputs(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ['notes.txt']
+
+
+def test_examples_page_lists_exactly_the_outputs():
+    page = (EXAMPLES.parent / 'docs' / 'guides' / 'examples.md').read_text(encoding='utf-8')
+    listed = set()
+    for row in re.findall(r'^\| (`[^|]+`) \|', page, re.MULTILINE):
+        listed |= {name.rstrip('/') for name in re.findall(r'`([^`]+)`', row)}
+    assert listed - {'file'} == set(_load_demo().OUTPUTS)
+
+
+def test_missing_requirements_are_named_at_once_before_any_work(tmp_path, monkeypatch):
+    demo = _load_demo()
+    requirements = tmp_path / 'requirements.txt'
+    requirements.write_text('# a comment\noptax>=0.1\nno-such-dist-a\nno-such-dist-b  # why\n')
+    monkeypatch.setattr(demo, 'REQUIREMENTS', requirements)
+    out = tmp_path / 'out'
+    with pytest.raises(SystemExit) as exc:
+        demo.main(['--out', str(out)])
+    message = str(exc.value.code)
+    assert 'no-such-dist-a, no-such-dist-b: python3 -m pip install -r' in message
+    assert 'optax' not in message  # installed
+    assert not out.exists()  # nothing was started
+
+
+def test_requirements_file_is_what_the_demo_imports():
+    demo = _load_demo()
+    assert demo.requirements() == [
+        'scikit-learn',
+        'optax',
+        'orbax-checkpoint',
+        'rich',
+        'matplotlib',
+    ]
+    assert demo.missing_distributions(demo.requirements()) == []
+
+
+def test_help_is_fast_and_imports_nothing_heavy():
+    probe = (
+        'import runpy, sys\n'
+        f'sys.argv = [{str(DEMO)!r}, "--help"]\n'
+        'try:\n'
+        f'    runpy.run_path({str(DEMO)!r}, run_name="__main__")\n'
+        'except SystemExit as exc:\n'
+        '    assert exc.code == 0, exc.code\n'
+        'print(sorted(m for m in ("jax", "numpy", "optax", "linen.nn") if m in sys.modules))\n'
+    )
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, '-c', probe], capture_output=True, text=True, timeout=60
+    )
+    elapsed = time.perf_counter() - started
+    assert result.returncode == 0, result.stderr
+    assert 'usage: demo.py' in result.stdout
+    assert result.stdout.strip().endswith('[]'), result.stdout
+    assert elapsed < 2.0, f'--help took {elapsed:.1f} s'
