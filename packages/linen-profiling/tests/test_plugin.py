@@ -14,16 +14,9 @@ def test_exports_resolve_to_the_public_objects():
     import linen.profiling as profiling
 
     exports = _plugin.linen_exports()
-    assert set(exports) == {
-        'enable_named_call',
-        'disable_named_call',
-        'override_named_call',
-        'named_call',
-        'tabulate',
-        'module_costs',
-        'profile',
-        'summary',
-    }
+    # What flax.linen has of profiling (the summary module too), and linen's reports.
+    assert {'enable_named_call', 'tabulate', 'module_costs', 'summary'} <= set(exports)
+    assert set(exports) - {'summary'} <= set(profiling.__all__)
     for public_name, target in exports.items():
         assert import_string(target) is getattr(profiling, public_name)
 

@@ -12,26 +12,8 @@ from linen.core import errors
 from linen.core.errors import LinenError
 from linen.transforms import errors as transform_errors
 
-FLAX_LINEN_TRANSFORMS = [
-    'vmap',
-    'scan',
-    'jit',
-    'remat',
-    'checkpoint',
-    'remat_scan',
-    'broadcast',
-    'grad',
-    'value_and_grad',
-    'vjp',
-    'jvp',
-    'custom_vjp',
-    'cond',
-    'switch',
-    'while_loop',
-    'map_variables',
-    'fold_rngs',
-    'add_metadata_axis',
-]
+# The lifted transforms: every public name but the version and the ``lift`` module.
+FLAX_LINEN_TRANSFORMS = [n for n in transforms.__all__ if n not in ('__version__', 'lift')]
 
 
 @pytest.mark.parametrize('module_name', ['linen.transforms', 'linen.transforms.lift'])

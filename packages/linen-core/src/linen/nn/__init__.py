@@ -28,14 +28,11 @@ from linen.core.errors import (
     PluginExportsTypeError,
     PluginHookError,
     PluginLoadError,
-    PluginWarning,
 )
+from linen.core.errors import PluginWarning as PluginWarning
 from linen.nn._hints import FIRST_PARTY, PROVIDED_BY, install_command
 
 __all__: list[str] = []
-
-# The name the warning had before it moved to linen.core.errors.
-LinenPluginWarning = PluginWarning
 
 _lock = threading.RLock()
 

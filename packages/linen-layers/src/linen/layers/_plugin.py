@@ -7,6 +7,6 @@ from linen.core.hookspecs import hookimpl
 
 @hookimpl
 def linen_exports():
-    from linen.layers._names import LOCATION
+    from linen.layers._exports import NAMES
 
-    return dict(LOCATION)
+    return NAMES.exports()

@@ -36,36 +36,11 @@ from jax.nn import swish as swish
 from jax.numpy import tanh as tanh
 
 from linen.layers import initializers
+from linen.layers._exports import NAMES
 from linen.module import Module, compact
 
-__all__ = [
-    'PReLU',
-    'celu',
-    'elu',
-    'gelu',
-    'glu',
-    'hard_sigmoid',
-    'hard_silu',
-    'hard_swish',
-    'hard_tanh',
-    'leaky_relu',
-    'log_sigmoid',
-    'log_softmax',
-    'logsumexp',
-    'normalize',
-    'one_hot',
-    'relu',
-    'relu6',
-    'selu',
-    'sigmoid',
-    'silu',
-    'soft_sign',
-    'softmax',
-    'softplus',
-    'standardize',
-    'swish',
-    'tanh',
-]
+# The public names are listed once, in the package's name table.
+__all__ = list(NAMES.defined_in('.activation'))
 
 # `jax.nn.normalize` was the old name of `standardize`; Flax still exports it.
 normalize = standardize

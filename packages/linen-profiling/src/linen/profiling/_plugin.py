@@ -10,21 +10,12 @@ from linen.core.hookspecs import hookimpl
 from linen.profiling._naming import default_profiling_name
 from linen.profiling._state import is_named_call_enabled
 
-_PUBLIC = 'linen.profiling'
-
 
 @hookimpl
 def linen_exports():
-    return {
-        'enable_named_call': f'{_PUBLIC}:enable_named_call',
-        'disable_named_call': f'{_PUBLIC}:disable_named_call',
-        'override_named_call': f'{_PUBLIC}:override_named_call',
-        'named_call': f'{_PUBLIC}:named_call',
-        'tabulate': f'{_PUBLIC}:tabulate',
-        'module_costs': f'{_PUBLIC}:module_costs',
-        'profile': f'{_PUBLIC}:profile',
-        'summary': f'{_PUBLIC}.summary',
-    }
+    from linen.profiling._exports import FACADE, NAMES
+
+    return NAMES.exports(FACADE, summary='linen.profiling.summary')
 
 
 @hookimpl

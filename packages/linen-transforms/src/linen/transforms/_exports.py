@@ -1,0 +1,36 @@
+"""The public names of linen.transforms: one line per name, under the module that defines it.
+
+The package's ``__all__`` and lazy ``__getattr__``, the plugin's ``linen_exports``
+and the type stubs are derived from this table (see ``linen.core.name_table``).
+"""
+
+from __future__ import annotations
+
+from linen.core.name_table import NameTable
+
+NAMES = NameTable(
+    'linen.transforms',
+    {
+        '._api': (
+            'add_metadata_axis',
+            'broadcast',
+            'checkpoint',
+            'cond',
+            'custom_vjp',
+            'fold_rngs',
+            'grad',
+            'jit',
+            'jvp',
+            'map_variables',
+            'remat',
+            'remat_scan',
+            'scan',
+            'switch',
+            'value_and_grad',
+            'vjp',
+            'vmap',
+            'while_loop',
+        ),
+    },
+    submodules=('lift',),
+)
