@@ -25,6 +25,9 @@ from integration_tests.fuzz.reproduce import existing_classes, write_reproducer
 from integration_tests.fuzz.runner import STAGE_NAMES, differences
 from integration_tests.fuzz.shrink import shrink
 
+# Shrinking costs dozens of runs: after this many shrunk programs with the same
+# (stage, kind) in one run, further ones are classed unshrunk.
+SHRINK_PER_SIGNATURE = 3
 # Compiled programs of finished fuzz programs are never reused; dropping JAX's caches
 # now and then keeps a long run's memory flat.
 CLEAR_CACHES_EVERY = 100
@@ -98,6 +101,7 @@ def run(
     report = Report(str(seed))
     start = time.monotonic()
     seen = existing_classes(out) if out is not None else set()
+    shrunk_before: Counter = Counter()
     index = 0
     while True:
         if programs is not None and index >= programs:
@@ -113,7 +117,8 @@ def run(
         if first is not None:
             found = Found(index, first, program)
             target = program
-            if do_shrink:
+            shrunk_before[first.signature()] += 1
+            if do_shrink and shrunk_before[first.signature()] <= SHRINK_PER_SIGNATURE:
                 target = found.shrunk = shrink(program, first.signature())
             found.klass = class_of(target, first)
             report.classes[found.klass] += 1

@@ -105,7 +105,8 @@ def _walk(x, path: str, out: list, values: bool) -> None:
         arr = np.asarray(x)
         out.append((path, ('array', tuple(arr.shape), dtype, arr.copy() if values else None)))
     elif x is None or isinstance(x, (bool, int, float, str)):
-        out.append((path, ('py', kind, x)))
+        # repr: NaN equals NaN, and -0.0 differs from 0.0, as bit for bit demands
+        out.append((path, ('py', kind, repr(x) if isinstance(x, float) else x)))
     else:
         out.append((path, ('object', kind)))
 

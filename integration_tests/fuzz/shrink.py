@@ -28,7 +28,7 @@ def shows(program: Program, signature: tuple[str, str]) -> bool:
 
 
 def shrink(
-    program: Program, signature: tuple[str, str], budget_s: float = 180.0, max_tries: int = 400
+    program: Program, signature: tuple[str, str], budget_s: float = 90.0, max_tries: int = 200
 ) -> Program:
     """The simplest program reachable from ``program`` that still shows ``signature``."""
     deadline = time.monotonic() + budget_s
