@@ -11,10 +11,10 @@ from linen.profiling._activations import saved_activations as saved_activations
 from linen.profiling._costs import CostRow as CostRow
 from linen.profiling._costs import ModuleCosts as ModuleCosts
 from linen.profiling._costs import module_costs as module_costs
-from linen.profiling._costs import phase_of_op_name as phase_of_op_name
 from linen.profiling._flame import flame_boxes as flame_boxes
 from linen.profiling._flame import flame_graph as flame_graph
 from linen.profiling._hlo import module_path_from_op_name as module_path_from_op_name
+from linen.profiling._hlo import phase_of_op_name as phase_of_op_name
 from linen.profiling._hlo import strip_metadata as strip_metadata
 from linen.profiling._joined import Report as Report
 from linen.profiling._joined import ReportDiff as ReportDiff

@@ -25,13 +25,13 @@ from typing import Any
 
 from linen.profiling._compile import compile_for_report
 from linen.profiling._cost_model import shape_bytes
-from linen.profiling._costs import phase_of_op_name
 from linen.profiling._hlo import (
     HloComputation,
     HloInstruction,
     HloModuleText,
     module_path_from_op_name,
     parse_hlo_module,
+    phase_of_op_name,
 )
 from linen.profiling._report import display_path, format_table, human
 from linen.profiling._tree import tree_order, tree_rows

@@ -9,13 +9,13 @@ from typing import Any
 
 from linen.profiling._compile import compile_with_lowering, unoptimized_hlo_text
 from linen.profiling._cost_model import InstructionCost, instruction_costs
-from linen.profiling._hlo import module_path_from_op_name, parse_hlo_module
+from linen.profiling._hlo import module_path_from_op_name, parse_hlo_module, phase_of_op_name
 from linen.profiling._lost_labels import recover_labels
 from linen.profiling._report import format_table, human
 from linen.profiling._tree import PathRows, indented_name, tree_rows
 from linen.profiling.errors import UncostedInstructionWarning
 
-__all__ = ['CostRow', 'ModuleCosts', 'module_costs', 'phase_of_op_name']
+__all__ = ['CostRow', 'ModuleCosts', 'module_costs']
 
 
 @dataclass(frozen=True)
@@ -100,29 +100,6 @@ class ModuleCosts(PathRows):
             ['module', 'FLOPs', 'own FLOPs', '% FLOPs', 'transcendentals', 'bytes accessed'],
             body,
         )
-
-
-def phase_of_op_name(op_name: str) -> str:
-    """``'forward'``, ``'backward'`` or ``'recompute'``: the pass an op belongs to.
-
-    The module path comes from linen's own labels; the pass can only come from
-    the frames JAX records for its transformations: the backward pass runs
-    under ``transpose(...)``, and the forward work ``remat`` repeats in it under
-    ``rematted_computation``. Everything else is forward.
-
-    >>> phase_of_op_name('jit(f)/jvp(MLP)/Dense_0/dot_general')
-    'forward'
-    >>> phase_of_op_name('jit(f)/transpose(jvp(MLP))/Dense_0/dot_general')
-    'backward'
-    >>> phase_of_op_name('jit(f)/transpose(jvp(M))/jvp(M)/checkpoint/rematted_computation/B/tanh')
-    'recompute'
-    """
-    components = op_name.split('/')
-    if 'rematted_computation' in components:
-        return 'recompute'
-    if any(component.startswith('transpose(') for component in components):
-        return 'backward'
-    return 'forward'
 
 
 _PHASES = ('forward', 'backward', 'recompute')

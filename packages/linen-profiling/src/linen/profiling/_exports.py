@@ -12,9 +12,9 @@ NAMES = NameTable(
     'linen.profiling',
     {
         '._activations': ('SavedActivations', 'SavedValue', 'saved_activations'),
-        '._costs': ('CostRow', 'ModuleCosts', 'module_costs', 'phase_of_op_name'),
+        '._costs': ('CostRow', 'ModuleCosts', 'module_costs'),
         '._flame': ('flame_boxes', 'flame_graph'),
-        '._hlo': ('module_path_from_op_name', 'strip_metadata'),
+        '._hlo': ('module_path_from_op_name', 'phase_of_op_name', 'strip_metadata'),
         '._joined': ('Report', 'ReportDiff'),
         '._labels': ('label_scope',),
         '._memory': ('MemoryRow', 'ModuleMemory', 'module_memory'),

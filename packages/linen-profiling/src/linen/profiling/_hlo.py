@@ -5,7 +5,8 @@ JAX writes the name stack of every traced primitive into the instruction's
 optimization, on fused instructions and (for the fusion as a whole) on the
 fusion instruction. This module turns HLO text, from a compiled function or from
 the HLO that a profiler trace carries, into a small table, and an ``op_name`` into
-the module path it names (``MLP/Dense_0``).
+the module path it names (``MLP/Dense_0``) and the pass it belongs to (forward,
+backward, recompute).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = [
     'HloModuleText',
     'module_path_from_op_name',
     'parse_hlo_module',
+    'phase_of_op_name',
     'strip_metadata',
 ]
 
@@ -231,6 +233,29 @@ def module_path_from_op_name(
         if candidate in labels:
             path = candidate
     return '/'.join(path)
+
+
+def phase_of_op_name(op_name: str) -> str:
+    """``'forward'``, ``'backward'`` or ``'recompute'``: the pass an op belongs to.
+
+    The module path comes from linen's own labels; the pass can only come from
+    the frames JAX records for its transformations: the backward pass runs
+    under ``transpose(...)``, and the forward work ``remat`` repeats in it under
+    ``rematted_computation``. Everything else is forward.
+
+    >>> phase_of_op_name('jit(f)/jvp(MLP)/Dense_0/dot_general')
+    'forward'
+    >>> phase_of_op_name('jit(f)/transpose(jvp(MLP))/Dense_0/dot_general')
+    'backward'
+    >>> phase_of_op_name('jit(f)/transpose(jvp(M))/jvp(M)/checkpoint/rematted_computation/B/tanh')
+    'recompute'
+    """
+    components = op_name.split('/')
+    if 'rematted_computation' in components:
+        return 'recompute'
+    if any(component.startswith('transpose(') for component in components):
+        return 'backward'
+    return 'forward'
 
 
 def strip_metadata(text: str) -> str:

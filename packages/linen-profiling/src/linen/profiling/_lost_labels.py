@@ -29,7 +29,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from linen.profiling._cost_model import instruction_flops, shape_elements
-from linen.profiling._hlo import HloComputation, HloInstruction, HloModuleText
+from linen.profiling._hlo import (
+    HloComputation,
+    HloInstruction,
+    HloModuleText,
+    module_path_from_op_name,
+    phase_of_op_name,
+)
 
 __all__ = ['recover_labels']
 
@@ -73,9 +79,6 @@ def _key(module: HloModuleText, computation: HloComputation, instruction: HloIns
 
 
 def _path_and_phase(op_name: str) -> tuple[str, str]:
-    from linen.profiling._costs import phase_of_op_name
-    from linen.profiling._hlo import module_path_from_op_name
-
     return module_path_from_op_name(op_name), phase_of_op_name(op_name)
 
 

@@ -3,8 +3,9 @@
 ``module.name`` if set, else the class name; plus ``.method`` unless the method
 is ``__call__``. ``functools.partial`` is seen through to the function's name.
 It is the ``trylast`` implementation of linen-module's ``linen_profiling_name``
-hook, so a user's plugin that returns a string wins and one that returns
-``None`` falls through to it.
+hook (:func:`linen_profiling_name`, which the plugin module re-exports), so a
+user's plugin that returns a string wins and one that returns ``None`` falls
+through to it.
 """
 
 from __future__ import annotations
@@ -12,10 +13,13 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from linen.core.hookspecs import hookimpl
+
 __all__ = [
     'cached_profiling_name',
     'default_profiling_name',
     'derive_profiling_name',
+    'linen_profiling_name',
     'method_function_name',
     'only_default_rule',
 ]
@@ -56,6 +60,12 @@ def default_profiling_name(module: Any, method_name: str | None, method: Any) ->
     return f'{module_name}{suffix}'
 
 
+@hookimpl(trylast=True)
+def linen_profiling_name(module, method_name, method):
+    """The default rule: instance name or class name, plus ``.method`` unless ``__call__``."""
+    return default_profiling_name(module, method_name, method)
+
+
 # (type, instance name, method name, method) -> label, for the default rule only:
 # it reads nothing else of the instance, so the key determines the label. A
 # user's rule may read anything (``module.path``, a field), so while one is
@@ -76,9 +86,7 @@ def only_default_rule() -> bool:
     hook = getattr(get_plugin_manager().hook, 'linen_profiling_name', None)
     if hook is None:
         return True
-    from linen.profiling import _plugin
-
-    return all(impl.function is _plugin.linen_profiling_name for impl in hook.get_hookimpls())
+    return all(impl.function is linen_profiling_name for impl in hook.get_hookimpls())
 
 
 def cached_profiling_name(module: Any, method_name: str | None, method: Any) -> str:

@@ -1,13 +1,15 @@
 """The linen-profiling plugin: what this distribution adds to the ``linen`` bus.
 
 Imported at start-up by the plugin manager, so it stays light: no JAX import
-here (the wrapper is imported when the dispatcher first asks for it).
+here (the wrapper is imported when the dispatcher first asks for it). The
+default profiling-name rule's hook implementation lives with the rule
+(``_naming.py``) and is registered through this module.
 """
 
 from __future__ import annotations
 
 from linen.core.hookspecs import hookimpl
-from linen.profiling._naming import default_profiling_name
+from linen.profiling._naming import linen_profiling_name as linen_profiling_name
 from linen.profiling._state import is_named_call_enabled
 
 
@@ -37,9 +39,3 @@ def linen_method_wrapper():
 
     label = _labels.label_method_call if only_default_rule() else _labels.label_method_call_hooked
     return _recording.record_then(label) if recording else label
-
-
-@hookimpl(trylast=True)
-def linen_profiling_name(module, method_name, method):
-    """The default rule: instance name or class name, plus ``.method`` unless ``__call__``."""
-    return default_profiling_name(module, method_name, method)
