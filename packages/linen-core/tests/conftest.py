@@ -4,8 +4,8 @@ from linen.core import spmd
 
 
 @pytest.fixture(autouse=True)
-def _fresh_rule_warnings():
-    # Rule problems warn once per process; each test must see its own warnings.
-    spmd._WARNED.clear()
+def _no_leaked_rules():
+    # Rules are context-local; a test that sets them with set_logical_axis_rules
+    # must not hand them to the next one.
     yield
-    spmd._WARNED.clear()
+    spmd.set_logical_axis_rules(())

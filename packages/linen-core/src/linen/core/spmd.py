@@ -14,12 +14,13 @@ Rules are checked where they are applied to an array, so a problem is reported
 with the parameter path (``params/Dense_0/kernel``) and the axis. A mesh axis the
 mesh lacks raises :class:`LogicalAxisRulesError` (a ``ValueError``, as in Flax).
 Rules that are likely wrong (a logical name no rule maps, an identical rule twice, a
-spec whose rank differs from the array's, a constraint with rules but no mesh) warn
-once per cause with :class:`LogicalAxisRulesWarning`; in strict mode (``strict=True``,
-config ``linen_strict_logical_rules``, env ``LINEN_STRICT_LOGICAL_RULES``) they raise
-:class:`LogicalAxisRulesError`, as do two rules for one logical name and two logical
-dimensions of one parameter mapped to one mesh axis (both Flax's silent fallbacks;
-an activation keeps the second, which FSDP layouts rely on).
+spec whose rank differs from the array's, a constraint with rules but no mesh) are
+what Flax documents as fallbacks, and pass silently as in Flax (a program run with
+warnings as errors must behave as under Flax). Strict mode (``strict=True``, config
+``linen_strict_logical_rules``, env ``LINEN_STRICT_LOGICAL_RULES``) turns each into a
+:class:`LogicalAxisRulesError`, as it does two rules for one logical name and two
+logical dimensions of one parameter mapped to one mesh axis (an activation keeps the
+second, which FSDP layouts rely on).
 
 Under a mesh whose axes are ``Explicit`` (``jax.make_mesh``'s default), a sharding
 constraint is an assertion in JAX; :func:`with_logical_constraint` then reshards
@@ -38,8 +39,6 @@ import contextlib
 import contextvars
 import enum
 import functools
-import threading
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -77,9 +76,10 @@ LogicalRules = Sequence[tuple[str, str | tuple[str, ...] | None]]
 
 
 class LogicalAxisRulesWarning(UserWarning):
-    """The non-strict counterpart of :class:`~linen.core.errors.LogicalAxisRulesError`.
+    """Kept so that ``warnings.filterwarnings(..., LogicalAxisRulesWarning)`` still imports.
 
-    Issued once per cause (the same unmapped name at the same path warns once).
+    Rule problems are no longer warned about: outside strict mode they pass silently,
+    as in Flax; strict mode raises :class:`~linen.core.errors.LogicalAxisRulesError`.
     """
 
 
@@ -95,11 +95,6 @@ _RULES: contextvars.ContextVar[_RuleState] = contextvars.ContextVar(
 
 # Marks a dimension no rule has decided yet (None already means "replicated").
 _UNASSIGNED = object()
-
-# Causes already warned about; a cause warns once per process, not once per call
-# (layers run the same check on every trace).
-_WARNED: set = set()
-_WARNED_LOCK = threading.Lock()
 
 
 class RulesFallback(enum.Enum):
@@ -129,23 +124,6 @@ def strict_logical_rules() -> bool:
 def _where(path: str | None) -> str:
     path = path or current_variable_path()
     return f' at "{path}"' if path else ''
-
-
-def _problem(cause: tuple, message: str, strict: bool | None = None) -> None:
-    """Raises in strict mode, else warns once for ``cause``."""
-    if strict is None:
-        strict = strict_logical_rules()
-    if strict:
-        raise LogicalAxisRulesError(message)
-    with _WARNED_LOCK:
-        if cause in _WARNED:
-            return
-        _WARNED.add(cause)
-    warnings.warn(
-        message + ' (Set strict=True on logical_axis_rules to make this an error.)',
-        LogicalAxisRulesWarning,
-        stacklevel=3,
-    )
 
 
 def set_logical_axis_rules(rules: LogicalRules, strict: bool | None = None) -> None:
@@ -182,7 +160,7 @@ def logical_axis_rules(rules: LogicalRules, strict: bool | None = None) -> Itera
 
 
 def _check_rules_for(name: str, rules: tuple, path: str | None) -> None:
-    """Duplicate or conflicting rules for ``name``, reported where they meet a parameter.
+    """Strict mode: duplicate or conflicting rules for ``name`` raise.
 
     A rule set is only checked when it is applied to an array that uses the logical
     name, so the report can name the parameter path as well as the axis.
@@ -193,12 +171,11 @@ def _check_rules_for(name: str, rules: tuple, path: str | None) -> None:
     first = mine[0]
     for axes in mine[1:]:
         if axes == first:
-            _problem(
-                ('duplicate', name, rules),
+            raise LogicalAxisRulesError(
                 f'Duplicate logical axis rule {(name, axes)} for logical axis {name!r}'
-                f'{_where(path)} in {rules}; the second copy can never apply. Remove it.',
+                f'{_where(path)} in {rules}; the second copy can never apply. Remove it.'
             )
-        elif strict_logical_rules():
+        else:
             # A later rule for the same name is Flax's fallback (used when the first
             # rule's mesh axis is taken); strict mode forbids it as ambiguous.
             raise LogicalAxisRulesError(
@@ -220,8 +197,10 @@ def _assign(names: tuple, rules: tuple, path: str | None) -> list:
             f'Unsupported: Dimensions {dups} occur more than once in array names. '
             f'The names are {names}{_where(path)}; give each dimension its own logical name.'
         )
-    for name in counts:
-        _check_rules_for(name, rules, path)
+    strict = strict_logical_rules()
+    if strict:
+        for name in counts:
+            _check_rules_for(name, rules, path)
     result: list[Any] = [_UNASSIGNED if isinstance(n, str) else n for n in names]
     used: dict[str, str] = {}  # mesh axis -> the logical name that took it
     blocked: dict[str, tuple] = {}  # logical name -> (mesh axis, the name holding it)
@@ -238,16 +217,17 @@ def _assign(names: tuple, rules: tuple, path: str | None) -> list:
             continue
         result[i] = axes
         used.update(dict.fromkeys(mesh_axes, logical))
+    if not strict:
+        return result
     ruled = {logical for logical, _ in rules}
     for name in counts:
         if name not in ruled and rules:
-            _problem(
-                ('unmapped', name, path, rules),
+            raise LogicalAxisRulesError(
                 f'Logical axis {name!r}{_where(path)} (names {names}) is mapped by no rule '
-                f'in {rules}; it is replicated. Add a rule ({name!r}, mesh_axis) or '
-                f'({name!r}, None) to replicate it on purpose.',
+                f'in {rules}; outside strict mode it is replicated. Add a rule '
+                f'({name!r}, mesh_axis), or ({name!r}, None) to replicate it on purpose.'
             )
-    if path and strict_logical_rules():
+    if path:
         for name, (axis, holder) in blocked.items():
             if result[names.index(name)] is _UNASSIGNED:
                 # Flax replicates the later dimension silently. Activations rely on it
@@ -288,17 +268,18 @@ def _check_mesh_axes(
     return spec
 
 
-def _check_rank(names: tuple, shape: tuple | None, path: str | None) -> bool:
-    """False (after warning, or raising in strict mode) when the ranks differ."""
-    path = path or current_variable_path()
-    if shape is None or len(names) == len(shape):
-        return True
-    _problem(
-        ('rank', names, tuple(shape), path),
-        f'Logical names {names}{_where(path)} have {len(names)} entries but the array has '
-        f'shape {tuple(shape)} (rank {len(shape)}). Give one name (or None) per dimension.',
+def _check_rank(names: tuple, shape: tuple | None) -> None:
+    """In strict mode, raises when the names and the array differ in rank.
+
+    Outside it the spec goes to JAX as Flax sends it: a shorter one leaves the
+    trailing dimensions replicated, a longer one is JAX's error.
+    """
+    if shape is None or len(names) == len(shape) or not strict_logical_rules():
+        return
+    raise LogicalAxisRulesError(
+        f'Logical names {names}{_where(None)} have {len(names)} entries but the array has '
+        f'shape {tuple(shape)} (rank {len(shape)}). Give one name (or None) per dimension.'
     )
-    return False
 
 
 def logical_to_mesh_axes(
@@ -374,8 +355,7 @@ def _constrain_one(
     if spec is None:
         return x
     names = tuple(spec)
-    if not _check_rank(names, getattr(x, 'shape', None), None):
-        return x
+    _check_rank(names, getattr(x, 'shape', None))
     assigned = _assign(names, rules, None)
     if any(a is _UNASSIGNED for a in assigned):
         if fallback == RulesFallback.RAISE_ERROR:
@@ -410,8 +390,8 @@ def with_logical_constraint(
 
     As in Flax, with no rules (in context or passed) or with no mesh (passed, or
     from ``jax.set_mesh``/``with mesh:``), ``x`` is returned unchanged, so layers can
-    call this unconditionally; rules without a mesh warn once (raise in strict mode),
-    since the constraint the user asked for is then silently dropped. Under a mesh
+    call this unconditionally; in strict mode rules without a mesh raise instead,
+    since the constraint the user asked for would be dropped. Under a mesh
     with ``Explicit`` axes the value is resharded (``jax.sharding.reshard``).
 
     Args:
@@ -427,13 +407,13 @@ def with_logical_constraint(
         return x
     context_mesh = get_global_mesh() if mesh is None else None
     if mesh is None and context_mesh is None:
-        _problem(
-            ('no-mesh', rules),
-            f'with_logical_constraint was called with logical axis rules but no mesh '
-            f'(names {logical_axis_resources}{_where(None)}): there is nothing to constrain '
-            'to, so the constraint is dropped. Pass mesh=..., or run under '
-            '`with jax.set_mesh(mesh):`.',
-        )
+        if strict_logical_rules():
+            raise LogicalAxisRulesError(
+                f'with_logical_constraint was called with logical axis rules but no mesh '
+                f'(names {logical_axis_resources}{_where(None)}): there is nothing to '
+                'constrain to, so outside strict mode the constraint is dropped. Pass '
+                'mesh=..., or run under `with jax.set_mesh(mesh):`.'
+            )
         return x
     one = functools.partial(
         _constrain_one, rules=rules, mesh=mesh, fallback=fallback, context_mesh=context_mesh
@@ -469,7 +449,7 @@ class LogicallyPartitioned(Partitioned):
                 f'LogicallyPartitioned value with names {self.names} has no mesh: pass '
                 'one to `get_sharding(mesh)` or to `with_logical_partitioning(..., mesh=...)`.'
             )
-        _check_rank(self.names, getattr(self.value, 'shape', None), None)
+        _check_rank(self.names, getattr(self.value, 'shape', None))
         spec = self.get_mesh_partition_spec()
         spec = _check_mesh_axes(spec, mesh, None, self.names)
         return NamedSharding(mesh, spec)
