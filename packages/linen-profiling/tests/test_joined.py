@@ -1,6 +1,7 @@
 """``Report``: costs, memory and trace time joined per module; JSON, pandas, diff."""
 
 import io
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -43,7 +44,8 @@ def test_joined_rows_carry_each_parts_numbers(reports):
     assert report.rows['MLP']['params_bytes'] == (D * 8 + 8 * D) * 4
     assert head['trace_seconds'] > 0
     assert 'seconds' not in report.columns  # no profile given: no column, not zeros
-    assert 'MLP/head' in str(report)
+    assert 'MLP/head' in report.to_text(width=None)
+    assert '  head ' in str(report)  # the tree, indented
 
 
 def test_json_round_trip_and_pandas(reports):
@@ -70,3 +72,84 @@ def test_renders_with_rich(reports):
     buffer = io.StringIO()
     Console(file=buffer, width=200).print(reports[0])
     assert 'Profile per module' in buffer.getvalue() and 'head' in buffer.getvalue()
+
+
+def _remat_model():
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x, train: bool):
+            return nn.Dense(D)(x)
+
+    block = nn.remat(Block, static_argnums=(2,))
+
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return block()(x, True)
+
+    return Net()
+
+
+def test_lambda_method_rows_fold_into_their_module():
+    """nn.remat calls the block through a lambda; its trace time is the block's."""
+    model, x = _remat_model(), jnp.ones((B, D))
+    variables = model.init(jax.random.key(0), x)
+
+    def grads(variables, x):
+        return jax.grad(lambda v: model.apply(v, x).sum())(variables)
+
+    trace = trace_times(grads, variables, x)
+    by_path = {row.path: row for row in trace.rows}
+    lambdas = [path for path in by_path if path.endswith('.<lambda>')]
+    assert lambdas == ['Net/CheckpointBlock_0.<lambda>']  # what the trace part records
+    report = Report.join(costs=module_costs(grads, variables, x), trace=trace)
+    assert not [path for path in report.rows if '<lambda>' in path]
+    block = by_path['Net/CheckpointBlock_0'].inclusive_seconds
+    extra = by_path['Net/CheckpointBlock_0.<lambda>'].inclusive_seconds
+    assert report.rows['Net/CheckpointBlock_0']['trace_seconds'] == pytest.approx(block + extra)
+    assert '<lambda>' not in str(report)
+
+
+def _wide_report():
+    columns = (
+        'flops', 'bytes_accessed', 'forward_flops', 'backward_flops', 'recompute_flops',
+        'seconds', 'params_bytes', 'optimizer_bytes', 'trace_seconds',
+    )  # fmt: skip
+    row = dict(zip(columns, (2.6e8, 7.4e7, 7.2e7, 1.3e8, 6e7, 0.0128, 2.1e5, 4.2e5, 0.0276)))
+    paths = [
+        'Classifier',
+        'Classifier/CheckpointResidualBlock_0',
+        'Classifier/CheckpointResidualBlock_0/BatchNorm_0',
+        'Classifier/CheckpointResidualBlock_0/' + 'AModuleWithAVeryLongName' * 4,
+        '',
+    ]
+    return Report(rows={path: dict(row) for path in paths}, columns=columns)
+
+
+def test_table_fits_120_columns_by_default_and_is_wider_on_request():
+    report = _wide_report()
+    narrow = str(report).splitlines()
+    assert max(len(line) for line in narrow) <= 120
+    assert any(
+        line.startswith('    AModuleWithAVeryLongName') and '\u2026' in line for line in narrow
+    )
+    assert max(len(line) for line in report.to_text(width=100).splitlines()) <= 100
+    wide = report.to_text(width=None)
+    assert 'Classifier/CheckpointResidualBlock_0/BatchNorm_0' in wide
+    assert 'recompute_flops' in wide and max(len(line) for line in wide.splitlines()) > 120
+    # Three significant digits in the narrow table, the full figures in the wide one.
+    assert '12.8 ms' in str(report) and '12.800 ms' in wide
+
+
+def test_no_module_row_is_explained():
+    text = str(_wide_report())
+    assert '(no module): work outside every module' in text
+    assert 'can exceed the root' in text
+    rows = {'Net': {'flops': 1.0}}
+    assert 'outside every module' not in str(Report(rows=rows, columns=('flops',)))
+
+
+def test_lambda_rows_of_a_part_without_the_owner_become_the_owners_row():
+    trace = SimpleNamespace(rows=(SimpleNamespace(path='A.<lambda>', inclusive_seconds=0.5),))
+    report = Report.join(trace=trace)
+    assert report.rows == {'A': {'trace_seconds': 0.5}}

@@ -1,18 +1,21 @@
 """``Report``: costs, times, memory and trace time joined per module path.
 
 Each part is optional; a column a part did not provide is ``None`` (shown as
-``n/a``), never 0. A report renders as a table, exports to JSON and to a pandas
-DataFrame, and diffs against another report (A/B, per module).
+``n/a``), never 0. A report renders as a table (120 columns wide by default, the
+module tree indented; ``to_text(width=None)`` gives full paths and column names),
+exports to JSON and to a pandas DataFrame, and diffs against another report
+(A/B, per module).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from linen.profiling._report import display_path, format_table, human
+from linen.profiling._report import UNLABELLED, display_path, format_table, human
 from linen.profiling._tree import indented_name
 
 __all__ = ['Report', 'ReportDiff']
@@ -30,6 +33,36 @@ _COLUMNS: dict[str, tuple[str, str]] = {
     'activations_bytes': ('memory', 'inclusive_activations_bytes'),
     'trace_seconds': ('trace', 'inclusive_seconds'),
 }
+
+# The narrow table's column headings; _LEGEND says what they mean.
+_SHORT = {
+    'flops': 'FLOPs',
+    'bytes_accessed': 'bytes',
+    'forward_flops': 'fwd',
+    'backward_flops': 'bwd',
+    'recompute_flops': 'remat',
+    'seconds': 'time',
+    'params_bytes': 'params',
+    'optimizer_bytes': 'opt',
+    'activations_bytes': 'acts',
+    'trace_seconds': 'trace',
+}
+_LEGEND = {
+    'flops': 'FLOPs/bytes: FLOPs and bytes accessed; every row includes its submodules',
+    'forward_flops': 'fwd/bwd/remat: FLOPs of the forward pass, the backward pass and remat recomputation',
+    'seconds': 'time: device time per step',
+    'params_bytes': 'params/opt: bytes of parameters and of optimizer state',
+    'activations_bytes': 'acts: bytes of saved activations',
+    'trace_seconds': 'trace: Python time spent tracing the module',
+}
+_NO_MODULE = (
+    f'{UNLABELLED}: work outside every module (the loss, the optimizer update, what JAX adds '
+    'around them); its trace time is all the Python tracing outside modules (jax.grad, '
+    'optax, jit), so it can exceed the root'
+)
+# A method named by a lambda (nn.remat's wrapper of a module call) is no row of its
+# own: its numbers belong to the module that owns it.
+_LAMBDA = '.<lambda>'
 
 
 @dataclass(frozen=True)
@@ -96,7 +129,7 @@ class Report:
                     value = value / steps
                 row[column] = value
             rows[path] = row
-        return cls(rows=rows, columns=columns)
+        return cls(rows=_fold_lambda_rows(rows), columns=columns)
 
     def to_dict(self) -> dict[str, Any]:
         return {'columns': list(self.columns), 'rows': self.rows}
@@ -136,8 +169,13 @@ class Report:
             rows[path] = row
         return ReportDiff(rows=rows, columns=columns, before=self, after=other)
 
+    def to_text(self, width: int | None = 120) -> str:
+        """The table: ``width`` columns at most (module names elided to fit), or, with
+        ``None``, full module paths and column names."""
+        return _table('Profile per module', self.rows, self.columns, width)
+
     def __str__(self) -> str:
-        return _table('Profile per module', self.rows, self.columns)
+        return self.to_text()
 
     def __rich__(self):
         return _rich_table('Profile per module', self.rows, self.columns)
@@ -152,11 +190,30 @@ class ReportDiff:
     before: Report
     after: Report
 
+    def to_text(self, width: int | None = 120) -> str:
+        """As :meth:`Report.to_text`."""
+        return _table('Change per module (after - before)', self.rows, self.columns, width)
+
     def __str__(self) -> str:
-        return _table('Change per module (after - before)', self.rows, self.columns)
+        return self.to_text()
 
     def __rich__(self):
         return _rich_table('Change per module (after - before)', self.rows, self.columns)
+
+
+def _fold_lambda_rows(rows: dict[str, dict]) -> dict[str, dict]:
+    """Add each ``path.<lambda>`` row into its module's row (created if missing)."""
+    folded: dict[str, dict] = {}
+    for path, row in rows.items():
+        if not path.endswith(_LAMBDA):
+            folded[path] = dict(row)
+    for path, row in rows.items():
+        if path.endswith(_LAMBDA):
+            owner = folded.setdefault(path.removesuffix(_LAMBDA), dict.fromkeys(row))
+            for column, value in row.items():
+                if value is not None:
+                    owner[column] = (owner.get(column) or 0.0) + value
+    return folded
 
 
 def _cell(column: str, value: float | None) -> str:
@@ -169,11 +226,46 @@ def _cell(column: str, value: float | None) -> str:
     return human(value)
 
 
-def _table(title: str, rows: dict, columns: tuple[str, ...]) -> str:
-    body = [
-        [display_path(path), *(_cell(c, row.get(c)) for c in columns)] for path, row in rows.items()
-    ]
-    return format_table(title, ['module', *columns], body)
+def _short_cell(column: str, value: float | None) -> str:
+    """Three significant digits: the narrow table's cells."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return 'n/a'
+    if column.endswith('seconds'):
+        if abs(value) >= 1.0:
+            return f'{value:.3g} s'
+        if abs(value) >= 1e-3 or value == 0:
+            return f'{1e3 * value:.3g} ms'
+        return f'{1e6 * value:.3g} \u00b5s'
+    unit = 'B' if column.endswith('bytes') or column == 'bytes_accessed' else ''
+    for factor, prefix in ((1e12, 'T'), (1e9, 'G'), (1e6, 'M'), (1e3, 'k')):
+        if abs(value) >= factor:
+            return f'{value / factor:.3g} {prefix}{unit}'
+    return f'{value:.3g} {unit}'.rstrip()
+
+
+def _table(title: str, rows: dict, columns: tuple[str, ...], width: int | None = None) -> str:
+    if width is None:
+        body = [
+            [display_path(path), *(_cell(c, row.get(c)) for c in columns)]
+            for path, row in rows.items()
+        ]
+        table = format_table(title, ['module', *columns], body)
+    else:
+        names = [indented_name(path) for path in rows]
+        cells = [[_short_cell(c, row.get(c)) for c in columns] for row in rows.values()]
+        header = ['module', *(_SHORT.get(c, c) for c in columns)]
+        others = sum(
+            max([len(h), *(len(r[i]) for r in cells)]) + 3 for i, h in enumerate(header[1:])
+        )
+        room = max(width - others, 12)
+        names = [n if len(n) <= room else n[: room - 1] + '\u2026' for n in names]
+        table = format_table(title, header, [[n, *r] for n, r in zip(names, cells, strict=True)])
+    notes = [text for column, text in _LEGEND.items() if column in columns and width is not None]
+    if '' in rows:
+        notes.append(_NO_MODULE)
+    if width is not None:
+        notes = [textwrap.fill(note, width, subsequent_indent='  ') for note in notes]
+    return '\n'.join([table, *notes])
 
 
 def _rich_table(title: str, rows: dict, columns: tuple[str, ...]):
