@@ -84,6 +84,15 @@ KNOWN: tuple[KnownFinding, ...] = (
         any_of=frozenset(f'lift.{kind}' for kind in DEFAULTS),
     ),
     KnownFinding(
+        'F6',
+        'a linen.nn name exported by three or more third-party distributions: only two are '
+        'named; the others are dropped silently',
+        None,
+        (),
+        None,
+        ('plugins_three_way_clash_1',),
+    ),
+    KnownFinding(
         'D1',
         'nn.jit keeps the parameters a key gives (docs/differences.md, "nn.jit keeps the '
         'parameters a key gives"); Flax changes them',
@@ -93,6 +102,10 @@ KNOWN: tuple[KnownFinding, ...] = (
         (),
     ),
 )
+
+
+# Problems of the plugin-set fuzzer (plugin_sets.py tags them) -> their finding.
+PLUGIN_PROBLEMS = {'three-way-clash': 'F6'}
 
 
 def known_finding(diff: Difference, features: set[str]) -> KnownFinding | None:
@@ -107,4 +120,4 @@ def open_reproducers() -> dict[str, KnownFinding]:
     return {name: f for f in KNOWN for name in f.reproducers}
 
 
-__all__ = ['KNOWN', 'KnownFinding', 'known_finding', 'open_reproducers']
+__all__ = ['KNOWN', 'PLUGIN_PROBLEMS', 'KnownFinding', 'known_finding', 'open_reproducers']
