@@ -110,6 +110,23 @@ def _assert_same(ours, theirs):
             assert a == b
 
 
+def _np(tree):
+    if isinstance(tree, tuple):
+        return tuple(_np(t) for t in tree)
+    return _as_plain(tree)
+
+
+def _assert_same_tree(ours, theirs):
+    """Bit for bit: tuples of plain trees (see ``_as_plain``)."""
+    for a, b in zip(ours, theirs, strict=True):
+        assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
+        for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
+            if isinstance(x, np.ndarray):
+                np.testing.assert_array_equal(x, y)
+            else:
+                assert x == y
+
+
 @pytest.mark.parametrize('name', ['Block', 'Stack', 'Heads'])
 def test_same_variables_and_axes_metadata_as_flax(name):
     x = jnp.linspace(-1.0, 1.0, 8).reshape(2, 4)
@@ -193,16 +210,110 @@ def test_with_sharding_constraint_and_fallbacks_match_flax(shape):
         run(linen_partitioning, 'RAISE_ERROR', ('batch', 'length'))
 
 
-def test_param_with_axes_rank_mismatch_names_the_path():
+def test_param_with_axes_more_names_than_dimensions_names_the_path():
     class Bad(linen_nn.Module):
         @linen_nn.compact
         def __call__(self, x):
             return linen_partitioning.param_with_axes(
-                'kernel', linen_nn.initializers.zeros, (4, 3), axes=('embed',)
+                'kernel', linen_nn.initializers.zeros, (4, 3), axes=('embed', 'mlp', 'heads')
             )
 
     with pytest.raises(ValueError, match=r'"layers_0/kernel".*\(4, 3\)'):
         linen_nn.Sequential([Bad()]).init(jax.random.key(0), jnp.ones((1, 4)))
+
+
+def _fewer_names(nn, part, axes):
+    class Layer(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            w = part.param_with_axes('w', nn.initializers.lecun_normal(), (4, 3), axes=axes)
+            c = part.variable_with_axes('cache', 'c', jnp.ones, (4, 3), axes=axes)
+            return x @ (w * c.value)
+
+    return Layer()
+
+
+@pytest.mark.parametrize('axes', [(), ('embed',)])
+def test_param_with_axes_fewer_names_than_dimensions_accepted_as_flax(axes):
+    # A PartitionSpec prefix: the trailing dimensions are replicated; `()` keeps empty metadata.
+    def run(nn, part):
+        model = _fewer_names(nn, part, axes)
+        variables = model.init(jax.random.key(0), jnp.ones((2, 4)))
+        return _np(variables), np.asarray(model.apply(variables, jnp.ones((2, 4))))
+
+    ours = run(linen_nn, linen_partitioning)
+    theirs = run(flax_nn, flax_partitioning)
+    assert ours[0]['params_axes']['w_axes'] == ('AxisMetadata', axes)
+    assert ours[0]['cache_axes']['c_axes'] == ('AxisMetadata', axes)
+    _assert_same_tree(ours, theirs)
+
+
+def test_param_with_axes_fewer_names_under_rules_and_mesh_shards_as_flax():
+    mesh = jax.make_mesh((2, 2), ('data', 'model'), axis_types=(AxisType.Auto,) * 2)
+
+    def run(nn, part, axes):
+        model = _fewer_names(nn, part, axes)
+        with jax.set_mesh(mesh), part.axis_rules(RULES):
+            variables = jax.jit(model.init)(jax.random.key(0), jnp.ones((2, 4)))
+        return variables['params']['w']
+
+    for axes in [(), ('embed',)]:
+        ours = run(linen_nn, linen_partitioning, axes)
+        theirs = run(flax_nn, flax_partitioning, axes)
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+        assert ours.sharding.is_equivalent_to(theirs.sharding, 2)
+
+
+# ------------------------------------------------------------------ partitioning.remat
+
+
+def _remat_model(nn, part, **remat_kw):
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x, train):
+            # `train` must arrive as a Python bool: static_argnums=(1,) marks it, counted
+            # without `self` (nn.remat would need (2,)).
+            y = nn.Dense(4)(x)
+            return nn.Dropout(0.5, deterministic=not train)(y) if train else jnp.tanh(y)
+
+    Remat = part.remat(Block, static_argnums=(1,), **remat_kw)
+
+    class Top(nn.Module):
+        @nn.compact
+        def __call__(self, x, train):
+            return Remat()(x, train) + Remat(name='named')(x, not train)
+
+    return Top(), Remat
+
+
+@pytest.mark.parametrize('kw', [{}, {'prevent_cse': False}])
+def test_partitioning_remat_counts_static_argnums_without_self_as_flax(kw):
+    x = jnp.linspace(-1.0, 1.0, 8).reshape(2, 4)
+
+    def run(nn, part):
+        model, remat_cls = _remat_model(nn, part, **kw)
+        rngs = {'params': jax.random.key(0), 'dropout': jax.random.key(1)}
+        variables = model.init(rngs, x, True)
+
+        def loss(params, x):
+            y = model.apply({'params': params}, x, True, rngs={'dropout': jax.random.key(2)})
+            return jnp.sum(y**2)
+
+        value, grads = jax.value_and_grad(loss, argnums=(0, 1))(variables['params'], x)
+        return remat_cls.__name__, _np(variables), np.asarray(value), _np(grads)
+
+    ours, theirs = run(linen_nn, linen_partitioning), run(flax_nn, flax_partitioning)
+    assert ours[0] == theirs[0] == 'Core_remat_staticBlock'
+    assert list(ours[1]['params']) == list(theirs[1]['params'])
+    _assert_same_tree(ours[1:], theirs[1:])
+
+
+def test_partitioning_remat_is_not_nn_remat():
+    # nn.remat keeps Flax's nn meaning (`self` is 0): the same static_argnums=(1,) marks `x`.
+    assert linen_partitioning.remat is not linen_nn.remat
+    _, remat_cls = _remat_model(linen_nn, linen_partitioning)
+    assert remat_cls.__qualname__ == 'Core_remat_staticBlock'
+    assert linen_partitioning.core_remat_static.__name__ == 'core_remat_static'
 
 
 def test_sow_twice_with_different_axes_raises():

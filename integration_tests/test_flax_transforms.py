@@ -282,3 +282,23 @@ def test_cond_and_switch_with_module_methods_as_branches(kind, which):
         variables = model.init(jax.random.key(0), x, which)
         out.append((variables, model.apply(variables, x, which)))
     _assert_same(out[0], out[1])
+
+
+def test_transformed_class_names_match_flax_for_local_classes():
+    def classes(nn):
+        class Block(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                return x
+
+        return [
+            nn.vmap(Block, variable_axes={}),
+            nn.scan(Block),
+            nn.remat(Block),
+            nn.jit(Block),
+            nn.map_variables(Block),
+        ]
+
+    ours = [(c.__name__, c.__qualname__) for c in classes(linen_nn)]
+    theirs = [(c.__name__, c.__qualname__) for c in classes(flax_nn)]
+    assert ours == theirs

@@ -42,18 +42,24 @@ from linen.core.spmd import logical_axis_rules as axis_rules
 from linen.core.spmd import set_logical_axis_rules as set_axis_rules
 from linen.layers.errors import LayerArgumentError
 from linen.module import Module, Variable, module_stack
-from linen.transforms import map_variables, scan, vmap
+from linen.transforms import In as ScanIn
+from linen.transforms import Out as ScanOut
+from linen.transforms import lift, lift_transform, map_variables, scan, vmap
 
 __all__ = [
     'AxisMetadata',
     'PartitionedVariable',
     'RulesFallback',
+    'ScanIn',
+    'ScanOut',
     'axis_rules',
+    'core_remat_static',
     'get_axis_names',
     'get_axis_rules',
     'logical_to_mesh',
     'logical_to_mesh_axes',
     'param_with_axes',
+    'remat',
     'scan_with_axes',
     'set_axis_rules',
     'variable_with_axes',
@@ -105,14 +111,25 @@ def _path_of(module: Module, name: str) -> str:
 
 
 def _check_axes_rank(module: Module, name: str, value: Any, axes: tuple, what: str) -> None:
+    # Fewer names than dimensions is a PartitionSpec prefix (the rest replicated), which
+    # Flax accepts, down to `axes=()`; more names can never shard the value.
     shape = getattr(value, 'shape', None)
-    if shape is not None and len(axes) != len(shape):
+    if shape is not None and len(axes) > len(shape):
         raise LayerArgumentError(
             f'{what} "{_path_of(module, name)}"',
             f'axes {tuple(axes)} name {len(axes)} dimensions but the value has shape '
             f'{tuple(shape)}',
-            'Give one logical name (or None) per dimension.',
+            'Give at most one logical name (or None) per dimension.',
         )
+
+
+def _full_rank(axes: Any, value: Any) -> Any:
+    """``axes`` padded with ``None`` to the value's rank: the same sharding (a spec
+    prefix replicates the rest), stated in full so the constraint has nothing to flag."""
+    ndim = getattr(value, 'ndim', None)
+    if axes is None or ndim is None or len(axes) >= ndim:
+        return axes
+    return (*axes, *(None,) * (ndim - len(axes)))
 
 
 def param_with_axes(
@@ -128,20 +145,21 @@ def param_with_axes(
     Args:
         name: the parameter name.
         init_fn: ``init_fn(rng, *init_args, **init_kwargs)`` gives the initial value.
-        axes: one logical name (or ``None``) per dimension of the parameter.
+        axes: one logical name (or ``None``) per leading dimension of the parameter
+            (fewer names than dimensions leave the rest replicated, as in Flax).
         module: the module to declare it in; default the one whose method runs.
 
     Returns:
         The parameter's value, sharding-constrained to ``axes`` under rules and a mesh.
 
     Raises:
-        LayerArgumentError: ``axes`` does not have one entry per dimension.
+        LayerArgumentError: ``axes`` has more entries than the parameter has dimensions.
     """
     module = _current_module(module, 'param_with_axes')
     value = module.param(name, init_fn, *init_args, **init_kwargs)
     if axes is not None:
         _check_axes_rank(module, name, value, axes, 'param_with_axes')
-        value = with_logical_constraint(value, PartitionSpec(*axes))
+        value = with_logical_constraint(value, PartitionSpec(*_full_rank(axes, value)))
         module.sow('params_axes', f'{name}_axes', AxisMetadata(tuple(axes)), reduce_fn=_merge_axes)
     return value
 
@@ -162,13 +180,17 @@ class PartitionedVariable(Variable):
     def value(self):
         value = Variable.value.fget(self)
         if self.axes is not None:
-            value = with_logical_constraint(value, self.axes, fallback=self.fallback)
+            value = with_logical_constraint(
+                value, _full_rank(self.axes, value), fallback=self.fallback
+            )
         return value
 
     @value.setter
     def value(self, value):
         if self.axes is not None:
-            value = with_logical_constraint(value, self.axes, fallback=self.fallback)
+            value = with_logical_constraint(
+                value, _full_rank(self.axes, value), fallback=self.fallback
+            )
         Variable.value.fset(self, value)
 
 
@@ -202,7 +224,9 @@ def variable_with_axes(
             _check_axes_rank(module, name, plain.value, axes, 'variable_with_axes')
         if plain.is_mutable():
             # The stored initial value is constrained too, as Flax does at creation.
-            plain.value = with_logical_constraint(plain.value, axes, fallback=fallback)
+            plain.value = with_logical_constraint(
+                plain.value, _full_rank(axes, plain.value), fallback=fallback
+            )
         module.sow(
             f'{collection}_axes', f'{name}_axes', AxisMetadata(tuple(axes)), reduce_fn=_merge_axes
         )
@@ -359,3 +383,47 @@ def vmap_with_axes(
                 vmapped, axis, partitioning_axis_names[col], f'{col}_axes'
             )
     return vmapped
+
+
+def core_remat_static(
+    fn: Callable[..., Any],
+    variables: Any = True,
+    rngs: Any = True,
+    concrete: bool = False,
+    prevent_cse: bool = True,
+    static_argnums: int | tuple[int, ...] = (),
+    policy: Callable[..., Any] | None = None,
+) -> Callable[..., Any]:
+    """The functional remat behind :func:`remat`: ``fn(scope, *args)`` checkpointed, with
+    ``static_argnums`` counting the arguments after the scope from 0."""
+    return lift.checkpoint(fn, variables, rngs, concrete, prevent_cse, static_argnums, policy)
+
+
+def remat(
+    target: Any,
+    variables: Any = True,
+    rngs: Any = True,
+    concrete: bool = False,
+    prevent_cse: bool = True,
+    static_argnums: int | tuple[int, ...] = (),
+    policy: Callable[..., Any] | None = None,
+    methods: Any = None,
+) -> Any:
+    """Flax's ``partitioning.remat``: ``nn.remat`` whose ``static_argnums`` skip ``self``.
+
+    For ``__call__(self, x, train)``, ``train`` is ``static_argnums=(1,)`` here (``nn.remat``
+    counts ``self`` as 0 and wants ``(2,)``). The class it makes is named after
+    :func:`core_remat_static`, as in Flax (``Core_remat_staticBlock``), which names its
+    instances and so their parameters.
+    """
+    return lift_transform(
+        core_remat_static,
+        target,
+        variables=variables,
+        rngs=rngs,
+        concrete=concrete,
+        prevent_cse=prevent_cse,
+        static_argnums=static_argnums,
+        policy=policy,
+        methods=methods,
+    )

@@ -24,3 +24,6 @@ from linen.transforms._api import value_and_grad as value_and_grad
 from linen.transforms._api import vjp as vjp
 from linen.transforms._api import vmap as vmap
 from linen.transforms._api import while_loop as while_loop
+from linen.transforms._axis_markers import In as In
+from linen.transforms._axis_markers import Out as Out
+from linen.transforms._module_lift import lift_transform as lift_transform

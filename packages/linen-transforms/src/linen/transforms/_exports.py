@@ -31,6 +31,9 @@ NAMES = NameTable(
             'vmap',
             'while_loop',
         ),
+        # Flax has these in flax.core.lift and flax.linen.transforms, not in flax.linen.
+        '._axis_markers': ('In', 'Out'),
+        '._module_lift': ('lift_transform',),
     },
     submodules=('lift',),
 )

@@ -145,7 +145,7 @@ def lift_class(
         orig = getattr(cls, method_name)
         attrs[method_name] = _class_method(orig, method_name, make_lifted, multi_scope)
     attrs['__module__'] = cls.__module__
-    attrs['__qualname__'] = f'{transform_name}{cls.__qualname__}'
+    attrs['__qualname__'] = f'{transform_name}{cls.__name__}'  # as Flax names it
     return type(f'{transform_name}{cls.__name__}', (cls,), attrs)
 
 
@@ -179,3 +179,25 @@ def lift(
     if callable(target):
         return lift_method(target, make_lifted, multi_scope)
     raise errors.TransformTargetError(target)
+
+
+def lift_transform(
+    transform: Callable,
+    target: Any,
+    *trafo_args,
+    methods: Sequence[str] | None = None,
+    **trafo_kwargs,
+) -> Any:
+    """Apply a functional (scope-level) transform to a Module class or method.
+
+    ``transform(fn, *trafo_args, **trafo_kwargs)`` takes ``fn(scope, *args)`` and returns
+    a function of the same form (the ``lift`` transforms do). As in Flax, a transformed
+    class is named after the transform function, capitalised:
+    ``lift_transform(lift.checkpoint, Block)`` gives ``CheckpointBlock``.
+    """
+
+    def make(body):
+        return transform(body, *trafo_args, **trafo_kwargs)
+
+    name = getattr(transform, '__name__', 'Transform').capitalize()
+    return lift(name, target, make, methods, multi_scope=True)

@@ -9,4 +9,6 @@ from linen.core.hookspecs import hookimpl
 def linen_exports():
     from linen.transforms._exports import NAMES
 
-    return NAMES.exports(transforms='linen.transforms')
+    # The surface (``_api``) and ``lift``; the lift-level names (``In``, ``Out``,
+    # ``lift_transform``) stay out of linen.nn, as flax.linen has none of them.
+    return NAMES.exports((*NAMES.defined_in('._api'), 'lift'), transforms='linen.transforms')

@@ -8,6 +8,7 @@ before the loop), ``variable_carry`` collections are threaded from step to step,
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -15,9 +16,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from linen.core import in_filter
+from linen.core import in_filter, subtract_filters, union_filters
 from linen.core.lifting import Filter
 from linen.transforms import _pack
+from linen.transforms._axis_markers import SplitAxes
 from linen.transforms.errors import ScanCollectionError, ScanLengthError
 
 
@@ -84,12 +86,17 @@ def scan(
     ``check_constancy_invariants=False`` skips the run before the loop (Flax's
     meaning): broadcast collections are not created, and nothing is checked.
     """
-    variable_axes = dict(variable_axes or {})
+    directions = SplitAxes(variable_axes or {})
     split_rngs = dict(split_rngs or {})
-    axis_filters = tuple(variable_axes.keys())
-    axis_values = tuple(variable_axes.values())
+    in_axis_values = tuple(directions.inputs.values())
+    axis_values = tuple(directions.outputs.values())
     # Group order: broadcast, carry, each axis filter, the rest (broadcast too).
-    filters = (variable_broadcast, variable_carry) + axis_filters
+    # Collections marked `Out` are grouped on the way in only to be left out.
+    in_filters = (variable_broadcast, variable_carry) + tuple(directions.inputs)
+    n_in = len(in_filters)
+    gather_filters = in_filters + directions.out_only
+    filters = (variable_broadcast, variable_carry) + tuple(directions.outputs)
+    read_only = functools.reduce(union_filters, directions.in_only, False)
     split_filter = [f for f, do in split_rngs.items() if do]
     metadata_params = dict(metadata_params or {})
 
@@ -104,7 +111,7 @@ def scan(
         bcast_vars, carry_vars, axis_vars, rest_vars = [], [], [], []
         split, fixed_keys, paths = [], [], []
         for scope in scopes:
-            groups = _pack.group_variables(_pack.gather_variables(scope), filters)
+            groups = _pack.group_variables(_pack.gather_variables(scope), gather_filters)
             bcast_vars.append(dict(groups[0]))
             carry_vars.append(groups[1])
             rest_vars.append(groups[-1])
@@ -114,7 +121,7 @@ def scan(
                     # Partitioned box raises PartitioningUnspecifiedError (as in Flax)
                     # instead of silently keeping names one short of its value's rank.
                     _moveaxis_in(_pack.remove_axis(g, ax, metadata_params), ax)
-                    for g, ax in zip(groups[2:-1], axis_values)
+                    for g, ax in zip(groups[2:n_in], in_axis_values)
                 )
             )
             keys, scope_paths = _pack.rng_keys(scope)
@@ -125,10 +132,17 @@ def scan(
         carry_vars = tuple(carry_vars)
         axis_vars = tuple(axis_vars)
 
+        # Collections marked `In` are read-only inside.
+        mutable = [
+            subtract_filters(s.mutable, read_only) if directions.in_only else None for s in scopes
+        ]
+
         def run_step(variables, step_keys, c, x_args):
             inner = [
-                _pack.make_inner_scope(s, v, _pack.streams({**fk, **sk}, p))
-                for s, v, fk, sk, p in zip(scopes, variables, fixed_keys, step_keys, paths)
+                _pack.make_inner_scope(s, v, _pack.streams({**fk, **sk}, p), mutable=m)
+                for s, v, fk, sk, p, m in zip(
+                    scopes, variables, fixed_keys, step_keys, paths, mutable
+                )
             ]
             arg = type(scope_or_scopes)(inner) if multi else inner[0]
             c, ys = fn(arg, c, *x_args, **kwargs)
@@ -175,7 +189,16 @@ def scan(
             for b, i in zip(bcast_vars, inner):
                 b.update(_pack.inner_mutated(i, (variable_broadcast,))[0])
         else:
-            jax.eval_shape(lambda v, c, f: first_step(v, c, f)[1:], variables, carry, first)
+            # Broadcast arguments stay Python values (a `deterministic` flag must
+            # reach the body as a bool), so only the scanned ones are traced.
+            scanned_first = tuple(None if ax is broadcast else x for x, ax in zip(first, in_spec))
+
+            def probe(v, c, scanned):
+                f = tuple(x if s is None else s for x, s in zip(bcast_first, scanned))
+                return first_step(v, c, f)[1:]
+
+            bcast_first = tuple(x if ax is broadcast else None for x, ax in zip(first, in_spec))
+            jax.eval_shape(probe, variables, carry, scanned_first)
         if written:
             path = written[0][0]
             raise ScanCollectionError(sorted({col for p, col in written if p == path}), path)

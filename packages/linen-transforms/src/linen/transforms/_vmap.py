@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
 
-from linen.core import Scope, in_filter
+from linen.core import Scope, in_filter, subtract_filters, union_filters
 from linen.core.lifting import Filter
 from linen.transforms import _pack
+from linen.transforms._axis_markers import SplitAxes
 from linen.transforms.errors import TransformAxisSizeError
 
 
@@ -47,12 +49,20 @@ def vmap(
     None). Rng streams matched by a ``split_rngs`` filter set to True get a
     different key per slice (the stream's root key is split, its path kept).
     """
-    filters = tuple(variable_axes.keys())
-    var_axes = tuple(variable_axes.values()) + (None,)
+    directions = SplitAxes(variable_axes)
+    # Collections marked `Out` are grouped on the way in only to be left out; those
+    # marked `In` are read-only inside.
+    in_filters = tuple(directions.inputs) + directions.out_only
+    in_axes_of_groups = tuple(directions.inputs.values())
+    in_axes_of_groups += (None,) * len(directions.out_only) + (None,)
+    filters = tuple(directions.outputs)
+    var_axes = tuple(directions.outputs.values()) + (None,)
+    read_only = functools.reduce(union_filters, directions.in_only, False)
     split_filter = [f for f, do in split_rngs.items() if do]
     metadata_params = dict(metadata_params or {})
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
+    out_only_groups = range(len(directions.inputs), len(in_filters))
 
     def wrapper(scope_or_scopes, *args, **kwargs):
         kwargs = _pack.drop_kwargs('vmap', kwargs)
@@ -63,11 +73,15 @@ def vmap(
         scopes = tuple(tree.scopes)
         all_groups, all_split, all_bcast, all_paths = [], [], [], []
         for scope in scopes:
-            groups = _pack.group_variables(_pack.gather_variables(scope), filters)
+            groups = _pack.group_variables(_pack.gather_variables(scope), in_filters)
             all_groups.append(
                 tuple(
-                    _pack.remove_axis(g, ax, metadata_params) if ax is not None else g
-                    for g, ax in zip(groups, var_axes)
+                    {}
+                    if i in out_only_groups
+                    else _pack.remove_axis(g, ax, metadata_params)
+                    if ax is not None
+                    else g
+                    for i, (g, ax) in enumerate(zip(groups, in_axes_of_groups))
                 )
             )
             keys, paths = _pack.rng_keys(scope)
@@ -91,7 +105,12 @@ def vmap(
                 variables = {c: v for g in groups for c, v in g.items()}
                 inner_scopes.append(
                     _pack.make_inner_scope(
-                        scope, variables, _pack.streams({**bcast, **split_keys}, paths)
+                        scope,
+                        variables,
+                        _pack.streams({**bcast, **split_keys}, paths),
+                        mutable=subtract_filters(scope.mutable, read_only)
+                        if directions.in_only
+                        else None,
                     )
                 )
             if multi:
@@ -103,7 +122,7 @@ def vmap(
 
         y, mutated = jax.vmap(
             inner,
-            in_axes=((var_axes,) * len(scopes), 0, in_axes),
+            in_axes=((in_axes_of_groups,) * len(scopes), 0, in_axes),
             out_axes=(out_axes, (var_axes,) * len(scopes)),
             axis_size=size,
             axis_name=axis_name,

@@ -21,6 +21,8 @@ from linen.transforms._autodiff import grad as grad
 from linen.transforms._autodiff import jvp as jvp
 from linen.transforms._autodiff import value_and_grad as value_and_grad
 from linen.transforms._autodiff import vjp as vjp
+from linen.transforms._axis_markers import In as In
+from linen.transforms._axis_markers import Out as Out
 from linen.transforms._control import cond as cond
 from linen.transforms._control import switch as switch
 from linen.transforms._control import while_loop as while_loop
@@ -36,6 +38,8 @@ from linen.transforms._variables import map_variables as map_variables
 from linen.transforms._vmap import vmap as vmap
 
 __all__ = [
+    'In',
+    'Out',
     'add_metadata_axis',
     'broadcast',
     'checkpoint',
