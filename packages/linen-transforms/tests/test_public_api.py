@@ -12,8 +12,12 @@ from linen.core import errors
 from linen.core.errors import LinenError
 from linen.transforms import errors as transform_errors
 
-# The lifted transforms: every public name but the version and the ``lift`` module.
-FLAX_LINEN_TRANSFORMS = [n for n in transforms.__all__ if n not in ('__version__', 'lift')]
+# The lift-level names Flax keeps out of flax.linen (flax.core.lift, flax.linen.transforms).
+LIFT_LEVEL = ('In', 'Out', 'lift_transform')
+# The lifted transforms: every public name but the version, the ``lift`` module and those.
+FLAX_LINEN_TRANSFORMS = [
+    n for n in transforms.__all__ if n not in ('__version__', 'lift', *LIFT_LEVEL)
+]
 
 
 @pytest.mark.parametrize('module_name', ['linen.transforms', 'linen.transforms.lift'])
@@ -31,6 +35,12 @@ def test_every_name_in_all_resolves_and_star_imports(module_name):
 def test_the_facade_exposes_each_transform(name):
     assert getattr(nn, name) is getattr(transforms, name)
     assert name in dir(nn)
+
+
+@pytest.mark.parametrize('name', LIFT_LEVEL)
+def test_lift_level_names_stay_out_of_the_facade(name):
+    assert getattr(transforms, name) is not None
+    assert name not in dir(nn)
 
 
 def test_facade_module_aliases():
