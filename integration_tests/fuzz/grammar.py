@@ -288,7 +288,10 @@ class Child:
     """A submodule of a container and how the container holds and calls it."""
 
     node: Node
-    naming: str = 'auto'  # 'explicit': name= in compact style
+    # 'explicit': name='c<i>' in compact style. Mistakes users make, whose errors
+    # must match Flax's: 'clash' (compact: two children named 'dup'), 'kwarg'
+    # (setup: name= on a submodule assigned to an attribute).
+    naming: str = 'auto'
     storage: str = 'attr'  # setup: 'attr' | 'list' | 'dict'; either style: 'field'
     combine: str = 'seq'  # 'residual': x + child(x); 'twice': one instance called twice
 
@@ -328,10 +331,12 @@ class Container(Node):
                     ref = f"self.blocks['{key}']"
                     lists['blocks'].append(f"'{key}': {ctor.call()}")
                 else:
-                    setup.append(f'self.c{i} = {ctor.call()}')
+                    kwarg = ("name='kw'",) if child.naming == 'kwarg' else ()
+                    setup.append(f'self.c{i} = {ctor.call(*kwarg)}')
                     ref = f'self.c{i}'
             else:
-                extra = (f"name='c{i}'",) if child.naming == 'explicit' else ()
+                names = {'explicit': (f"name='c{i}'",), 'clash': ("name='dup'",)}
+                extra = names.get(child.naming, ())
                 if child.combine == 'twice':
                     calls.append(f'm{i} = {ctor.call(*extra)}')
                     ref = f'm{i}'
@@ -411,6 +416,8 @@ class Container(Node):
             elif style == 'setup':
                 storage = rng.choice(['attr', 'attr', 'list', 'dict'])
             naming = 'explicit' if style == 'compact' and rng.random() < 0.4 else 'auto'
+            if rng.random() < 0.03 and storage == 'attr':
+                naming = 'clash' if style == 'compact' else 'kwarg'
             combine = rng.choice(['seq', 'seq', 'seq', 'residual', 'twice'])
             children.append(Child(node, naming, storage, combine))
         return Container(style, tuple(children), head)
@@ -513,7 +520,7 @@ def draw_node(rng: random.Random, ctx: Ctx) -> Node:
         'container': 3 - ctx.depth / 2,
         'share_scope': 0.5,
         'adopt': 0.7,
-        'lifted': 2.5 if ctx.lifts < 3 else 0,
+        'lifted': 3.5 if ctx.lifts < 3 else 0,
     }
     kind = rng.choices(list(weights), [max(w, 0) for w in weights.values()])[0]
     if kind == 'leaf':
@@ -539,6 +546,7 @@ class Program:
     root: Node
     rank: int
     seed: str = ''
+    method_by_name: bool = True  # apply(method='head'), else method=Class.head
 
     def input_shape(self) -> tuple[int, ...]:
         return (2,) * (self.rank - 1) + (FEATURE_DIM,)
@@ -564,11 +572,14 @@ class Program:
             f'FEATURES = {FEATURE_DIM}',
             f'INPUT_SHAPE = {self.input_shape()!r}',
             f'HEAD = {self.has_head()!r}',
+            f'METHOD_BY_NAME = {self.method_by_name!r}',
         ]
         footer = ['def make_model():', f'    return {ctor.call()}']
         return '\n\n'.join(['\n'.join(header), *src.classes, '\n'.join(footer)]) + '\n'
 
     def shrinks(self) -> Iterator[Program]:
+        if not self.method_by_name:
+            yield replace(self, method_by_name=True)
         if self.rank > self.root.min_rank():
             yield replace(self, rank=self.rank - 1)
         for node in self.root.shrinks():
@@ -579,8 +590,10 @@ class Program:
 def draw_program(rng: random.Random, seed: str = '') -> Program:
     rank = rng.choice([1, 2, 2, 3, 3])
     ctx = Ctx(rank=rank)
-    root = Container.draw(rng, ctx, head=rng.random() < 0.3)
-    return Program(root, max(rank, root.min_rank()), seed)
+    head = rng.random() < 0.3
+    root = Container.draw(rng, ctx, head=head)
+    by_name = not head or rng.random() < 0.5
+    return Program(root, max(rank, root.min_rank()), seed, by_name)
 
 
 def node_types() -> tuple[type, ...]:

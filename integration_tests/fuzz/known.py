@@ -93,6 +93,16 @@ KNOWN: tuple[KnownFinding, ...] = (
         ('plugins_three_way_clash_1',),
     ),
     KnownFinding(
+        'F7',
+        'nn.scan with in_axes nn.broadcast: a Python bool argument arrives traced in linen '
+        '(TracerBoolConversionError), as a Python value in Flax',
+        None,
+        ('raises',),
+        frozenset(),
+        ('init_raises_1',),
+        any_of=frozenset({'lift.scan.broadcast_arg=True', 'lift.scan.broadcast_arg=False'}),
+    ),
+    KnownFinding(
         'D1',
         'nn.jit keeps the parameters a key gives (docs/differences.md, "nn.jit keeps the '
         'parameters a key gives"); Flax changes them',

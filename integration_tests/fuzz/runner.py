@@ -120,7 +120,9 @@ def stage_grad(state: _State):
 
 
 def stage_method(state: _State):
-    return _apply(state, state.variables, method='head')
+    # Both spellings users write: the method's name, and the function itself.
+    method = 'head' if state.ns.get('METHOD_BY_NAME', True) else type(state.model()).head
+    return _apply(state, state.variables, method=method)
 
 
 def stage_bind(state: _State):
