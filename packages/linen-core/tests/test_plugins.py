@@ -326,3 +326,45 @@ def test_disable_plugins_accepts_distribution_names():
     assert 'core' in result['names']
     assert 'layers' not in result['names'] and 'module' not in result['names']
     assert result['blocked']
+
+
+def test_add_hookspecs_is_historic_and_reaches_plugins_registered_later():
+    # A plugin registered after start-up brings its own spec through the historic
+    # hook; pluggy then checks its implementation against that spec, so a wrong
+    # signature is refused instead of silently never matching.
+    result = run_fresh(
+        """
+        import json
+        from linen.core import errors, plugin_bus
+        from linen.core.hookspecs import hookimpl, hookspec
+
+        class Specs:
+            @hookspec(firstresult=True)
+            def linen_test_answer(question): ...
+
+        def late(answer):
+            class Late:
+                @hookimpl
+                def linen_add_hookspecs(plugin_manager):
+                    plugin_manager.add_hookspecs(Specs)
+
+            setattr(Late, 'linen_test_answer', hookimpl(answer))
+            return Late
+
+        pm = plugin_bus.get_plugin_manager()
+        plugin_bus.register(late(lambda question: 42), name='late')
+        try:
+            plugin_bus.register(late(lambda question, extra: 0), name='wrong')
+            refused = None
+        except errors.PluginLoadError as err:
+            refused = str(err)
+        print(json.dumps({
+            'historic': pm.hook.linen_add_hookspecs.spec.opts['historic'],
+            'answer': pm.hook.linen_test_answer(question='?'),
+            'refused': refused,
+        }))
+        """
+    )
+    assert result['historic'] is True
+    assert result['answer'] == 42
+    assert 'wrong' in result['refused'] and 'extra' in result['refused']

@@ -143,14 +143,6 @@ def warn_plugin_problem(
     warnings.warn(warning, stacklevel=stacklevel + 1)
 
 
-def _on_register(plugin: Any, pm: pluggy.PluginManager) -> None:
-    # A plugin may bring hook specs of its own; add them before pluggy validates
-    # its implementations against specs it does not know yet.
-    add = getattr(plugin, 'linen_add_hookspecs', None)
-    if add is not None:
-        add(plugin_manager=pm)
-
-
 def get_plugin_manager() -> pluggy.PluginManager:
     """The process-wide plugin manager, loading entry points on first use."""
     pm = _pm
@@ -179,6 +171,9 @@ def _load() -> list[_Problem]:
     global _pm, _loading
     pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
+    # Historic: pluggy replays the call for each plugin as it is registered, so a
+    # plugin's own specs are added before its other hooks are checked against them.
+    pm.hook.linen_add_hookspecs.call_historic(kwargs={'plugin_manager': pm})
     _loading = pm
     problems: list[_Problem] = []
     try:
@@ -256,7 +251,6 @@ def _register(pm: pluggy.PluginManager, plugin: Any, name: str, distribution: st
     if pm.is_registered(plugin) or pm.get_plugin(name) is not None:
         return None
     try:
-        _on_register(plugin, pm)
         pm.register(plugin, name=name)
     except Exception as exc:
         err = PluginLoadError(name, distribution, exc)
