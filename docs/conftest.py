@@ -9,19 +9,19 @@ import pytest
 @pytest.fixture
 def doc_sandbox(tmp_path, monkeypatch):
     """Run a page in an empty working directory; undo its plugin and config changes."""
-    from linen.core import _plugins
+    from linen.core import _bus
     from linen.core.config import config
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv('LINEN_DISABLE_PLUGINS', raising=False)
-    pm = _plugins.get_plugin_manager()
+    pm = _bus.get_plugin_manager()
     # by name: pluggy's get_plugins() builds a set, and test plugins need not hash
     names_before = {name for name, _ in pm.list_name_plugin()}
     flags_before = {name: getattr(config, name) for name in config.flags()}
     yield tmp_path
     for name, _ in pm.list_name_plugin():
         if name not in names_before:
-            _plugins.unregister(name)
+            _bus.unregister(name)
     for name, value in flags_before.items():
         if getattr(config, name) != value:
             config.update(name, value)

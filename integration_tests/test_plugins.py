@@ -216,7 +216,7 @@ def test_plugin_loading_from_eight_threads_at_once(probe, needs_module):
     result = probe(
         """
         import json, threading
-        from linen.core import _plugins
+        from linen.core import _bus
         barrier = threading.Barrier(8)
         seen = [None] * 8
 
@@ -224,7 +224,7 @@ def test_plugin_loading_from_eight_threads_at_once(probe, needs_module):
             barrier.wait()
             try:
                 if i % 2:
-                    pm = _plugins.get_plugin_manager()
+                    pm = _bus.get_plugin_manager()
                     got = [pm.get_plugin(n) is not None for n in ('layers', 'module', 'core')]
                     import linen.nn as nn
                     seen[i] = ['manager', got, nn.Dense.__module__]
@@ -258,11 +258,11 @@ def test_broken_plugin_is_named_and_the_rest_works(probe, plugin_site, needs_fac
             warnings.simplefilter('always')
             import linen.nn as nn
             names = dir(nn)
-        from linen.core import _plugins
+        from linen.core import _bus
         errors = [
             {'type': type(e).__name__, 'plugin': e.plugin, 'dist': e.distribution,
              'message': str(e)}
-            for e in _plugins.load_errors()
+            for e in _bus.load_errors()
         ]
         print(json.dumps({
             'warnings': [str(w.message) for w in caught],
@@ -292,10 +292,10 @@ def test_broken_plugin_disabled_is_silent(probe, plugin_site, needs_facade):
             warnings.simplefilter('always')
             import linen.nn as nn
             dir(nn)
-        from linen.core import _plugins
+        from linen.core import _bus
         print(json.dumps({'warnings': [str(w.message) for w in caught
                                         if 'linen-plugin-broken' in str(w.message)],
-                          'errors': [str(e) for e in _plugins.load_errors()
+                          'errors': [str(e) for e in _bus.load_errors()
                                      if e.distribution == 'linen-plugin-broken']}))
         """,
         sites=[plugin_site('linen-plugin-broken')],

@@ -12,7 +12,7 @@ import types
 import pytest
 
 import linen.nn as nn
-from linen.core import DenyList, _plugins, errors
+from linen.core import DenyList, _bus, errors
 from linen.core.frozen_dict import FrozenDict
 from linen.core.hookspecs import hookimpl
 
@@ -43,25 +43,25 @@ def registered():
     names = []
 
     def register(plugin, name, **kwargs):
-        names.append(_plugins.register(plugin, name=name, **kwargs))
+        names.append(_bus.register(plugin, name=name, **kwargs))
         return names[-1]
 
     yield register
     for name in names:
-        _plugins.unregister(name)
+        _bus.unregister(name)
 
 
 def test_runtime_register_adds_exports_and_unregister_removes_them(registered):
     marker = object()
     plugin = make_plugin(linen_exports=lambda: {'TestOnlyThing': marker})
-    generation = _plugins.plugins_generation()
+    generation = _bus.plugins_generation()
     name = registered(plugin, 'test-only-exports')
     assert name == 'test-only-exports'
-    assert _plugins.plugins_generation() != generation
+    assert _bus.plugins_generation() != generation
     assert nn.TestOnlyThing is marker
     assert 'TestOnlyThing' in dir(nn)
-    assert _plugins.plugin_distribution(plugin) == ('test-only-exports', '<runtime>')
-    _plugins.unregister('test-only-exports')
+    assert _bus.plugin_distribution(plugin) == ('test-only-exports', '<runtime>')
+    _bus.unregister('test-only-exports')
     assert 'TestOnlyThing' not in dir(nn)
     with pytest.raises(AttributeError, match="no attribute 'TestOnlyThing'"):
         _ = nn.TestOnlyThing
@@ -76,11 +76,11 @@ def test_exports_given_as_import_strings_resolve_lazily(registered):
 
 def test_unregister_by_object_and_unknown_name_is_noop():
     plugin = make_plugin(linen_exports=lambda: {'TestByObject': 1})
-    _plugins.register(plugin, name='test-by-object')
+    _bus.register(plugin, name='test-by-object')
     assert nn.TestByObject == 1
-    _plugins.unregister(plugin)
+    _bus.unregister(plugin)
     assert 'TestByObject' not in dir(nn)
-    _plugins.unregister('no-such-plugin')  # nothing to do, no error
+    _bus.unregister('no-such-plugin')  # nothing to do, no error
 
 
 def test_hook_raising_names_the_plugin(registered):
@@ -93,7 +93,7 @@ def test_hook_raising_names_the_plugin(registered):
         match=r'"test-broken-hook" \(entry point "test-broken-hook" of distribution '
         r'"test-dist"\) raised in hook linen_exports: ValueError: boom from test',
     ) as info:
-        _plugins.call_hook('linen_exports')
+        _bus.call_hook('linen_exports')
     assert info.value.plugin == 'test-broken-hook'
     assert info.value.distribution == 'test-dist'
     assert isinstance(info.value.__cause__, ValueError)
@@ -136,10 +136,10 @@ def test_malformed_exports_cost_only_that_plugin(registered, exports, pattern):
 
 
 def test_facade_recovers_after_broken_plugin_is_removed():
-    _plugins.register(make_plugin(linen_exports=lambda: 1 / 0), name='test-transient')
+    _bus.register(make_plugin(linen_exports=lambda: 1 / 0), name='test-transient')
     with pytest.warns(errors.PluginWarning, match='ZeroDivisionError'):
         assert 'Module' in dir(nn)
-    _plugins.unregister('test-transient')
+    _bus.unregister('test-transient')
     assert 'Module' in dir(nn)  # and no warning any more (warnings are errors here)
 
 
@@ -207,19 +207,19 @@ def test_plain_function_with_a_hook_like_name_warns_too(registered):
 def test_registering_a_plugin_with_a_wrong_hook_signature_fails_loudly():
     plugin = make_plugin(linen_exports=lambda unexpected_argument: {})
     with pytest.raises(errors.PluginLoadError, match=r'"test-bad-signature".*"test-dist"'):
-        _plugins.register(plugin, name='test-bad-signature', distribution='test-dist')
-    assert _plugins.get_plugin_manager().get_plugin('test-bad-signature') is None
-    assert all('test-bad-signature' not in str(e) for e in _plugins.load_errors())
+        _bus.register(plugin, name='test-bad-signature', distribution='test-dist')
+    assert _bus.get_plugin_manager().get_plugin('test-bad-signature') is None
+    assert all('test-bad-signature' not in str(e) for e in _bus.load_errors())
 
 
 def test_listeners_are_told_of_changes_until_removed():
     seen = []
-    remove = _plugins.on_plugins_changed(lambda: seen.append(1))
-    _plugins.register(make_plugin(linen_exports=lambda: {}), name='test-listener')
-    _plugins.unregister('test-listener')
+    remove = _bus.on_plugins_changed(lambda: seen.append(1))
+    _bus.register(make_plugin(linen_exports=lambda: {}), name='test-listener')
+    _bus.unregister('test-listener')
     remove()
-    _plugins.register(make_plugin(linen_exports=lambda: {}), name='test-listener')
-    _plugins.unregister('test-listener')
+    _bus.register(make_plugin(linen_exports=lambda: {}), name='test-listener')
+    _bus.unregister('test-listener')
     assert len(seen) == 2
     remove()  # removing twice is harmless
 
@@ -231,35 +231,35 @@ def test_a_raising_listener_warns_and_the_others_still_run():
         raise NameError("name 'gone' is not defined")
 
     removers = [
-        _plugins.on_plugins_changed(broken),
-        _plugins.on_plugins_changed(lambda: seen.append(1)),
+        _bus.on_plugins_changed(broken),
+        _bus.on_plugins_changed(lambda: seen.append(1)),
     ]
     try:
         with pytest.warns(
             errors.PluginWarning, match=r'listener .*broken.* raised NameError'
         ) as rec:
-            _plugins.register(make_plugin(linen_exports=lambda: {}), name='test-raising-listener')
+            _bus.register(make_plugin(linen_exports=lambda: {}), name='test-raising-listener')
         assert isinstance(rec[0].message.__cause__, NameError)
         assert seen == [1]  # the listener after the broken one ran
-        assert _plugins.get_plugin_manager().get_plugin('test-raising-listener') is not None
+        assert _bus.get_plugin_manager().get_plugin('test-raising-listener') is not None
     finally:
         for remove in removers:
             remove()
-        _plugins.unregister('test-raising-listener')
+        _bus.unregister('test-raising-listener')
 
 
 def test_import_string():
     import os.path
 
-    assert _plugins.import_string('os.path:join') is os.path.join
-    assert _plugins.import_string('os') is os
+    assert _bus.import_string('os.path:join') is os.path.join
+    assert _bus.import_string('os') is os
 
 
 def test_first_party_distributions_registered_through_entry_points():
-    pm = _plugins.get_plugin_manager()
+    pm = _bus.get_plugin_manager()
     assert pm.get_plugin('core') is not None
-    assert _plugins.plugin_distribution(pm.get_plugin('core'))[1] == 'linen-core'
-    assert _plugins.load_errors() == []
+    assert _bus.plugin_distribution(pm.get_plugin('core'))[1] == 'linen-core'
+    assert _bus.load_errors() == []
 
 
 def test_dir_lists_installed_names():
@@ -298,10 +298,10 @@ def test_disable_plugins_comma_list_blocks_each():
     result = run_fresh(
         """
         import json
-        from linen.core import _plugins
-        pm = _plugins.get_plugin_manager()
+        from linen.core import _bus
+        pm = _bus.get_plugin_manager()
         names = sorted(pm.get_name(p) for p in pm.get_plugins())
-        blocked = _plugins.register(object(), name='module')  # runtime registration too
+        blocked = _bus.register(object(), name='module')  # runtime registration too
         print(json.dumps({'names': names, 'blocked': pm.get_plugin(blocked) is None}))
         """,
         LINEN_DISABLE_PLUGINS=' layers , module',
@@ -315,10 +315,10 @@ def test_disable_plugins_accepts_distribution_names():
     result = run_fresh(
         """
         import json
-        from linen.core import _plugins
-        pm = _plugins.get_plugin_manager()
+        from linen.core import _bus
+        pm = _bus.get_plugin_manager()
         names = sorted(pm.get_name(p) for p in pm.get_plugins())
-        blocked = _plugins.register(object(), name='mine', distribution='linen-module')
+        blocked = _bus.register(object(), name='mine', distribution='linen-module')
         print(json.dumps({'names': names, 'blocked': pm.get_plugin(blocked) is None}))
         """,
         LINEN_DISABLE_PLUGINS='linen-layers,linen-module',

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import linen.nn as nn
-from linen.core import _plugins
+from linen.core import _bus
 from linen.core.config import config
 from linen.core.hookspecs import hookimpl
 from linen.module import _dispatch, derive_profiling_name
@@ -62,11 +62,11 @@ def plugin():
     names = []
 
     def register(obj, name):
-        names.append(_plugins.register(obj, name=name))
+        names.append(_bus.register(obj, name=name))
 
     yield register
     for name in names:
-        _plugins.unregister(name)
+        _bus.unregister(name)
 
 
 def test_no_plugin_active_means_no_runner(labels_off):
@@ -104,7 +104,7 @@ def test_wrapper_plugin_sees_every_wrapped_call(labels_off, plugin):
         ('Leaf', ('left',), '__call__'),
         ('Leaf', ('right',), '__call__'),
     ]  # no setup, no @nowrap helper
-    _plugins.unregister('test-wrap')
+    _bus.unregister('test-wrap')
     calls.clear()
     Tree().apply(v, x)
     assert calls == []
@@ -191,7 +191,7 @@ def test_capture_intermediates_true_and_filter():
 @pytest.fixture
 def default_name_rule(plugin):
     """linen-profiling's rule, or a stand-in registered trylast when it is not installed."""
-    pm = _plugins.get_plugin_manager()
+    pm = _bus.get_plugin_manager()
     hook = getattr(pm.hook, 'linen_profiling_name', None)
     if hook is None or not hook.get_hookimpls():
 
@@ -217,7 +217,7 @@ def test_profiling_name_default_and_override(default_name_rule, plugin):
     plugin(types.SimpleNamespace(linen_profiling_name=linen_profiling_name), 'test-names')
     assert derive_profiling_name(leaf, '__call__', Leaf.__call__) == 'custom:__call__'
     assert derive_profiling_name(Tree(), 'helper', Tree.helper) == 'Tree.helper'
-    _plugins.unregister('test-names')
+    _bus.unregister('test-names')
     assert derive_profiling_name(leaf, '__call__', Leaf.__call__) == 'enc'
 
 

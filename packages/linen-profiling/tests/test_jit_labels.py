@@ -8,7 +8,7 @@ import pytest
 lm = pytest.importorskip('linen.module')
 lt = pytest.importorskip('linen.transforms')
 
-from linen.core import _plugins  # noqa: E402
+from linen.core import _bus  # noqa: E402
 from linen.core.hookspecs import hookimpl  # noqa: E402
 from linen.profiling import module_costs, named_call, override_named_call  # noqa: E402
 from linen.profiling._state import _switch  # noqa: E402
@@ -143,13 +143,13 @@ class UpperCaseNames:
 
 def test_a_user_naming_rule_keeps_one_compiled_function_per_instance():
     # A rule may read anything of the instance, so each instance traces with its own labels.
-    name = _plugins.register(UpperCaseNames(), name='test-upper-jit')
+    name = _bus.register(UpperCaseNames(), name='test-upper-jit')
     try:
         tower = Tower(depth=2)
         variables = tower.init(jax.random.key(0), X)
         TRACES.clear()
         costs = module_costs(lambda v, x: tower.apply(v, x), variables, X)
     finally:
-        _plugins.unregister(name)
+        _bus.unregister(name)
     assert len(TRACES) == 2
     assert costs['TOWER/JITBLOCK_1/PROJ'].flops == 2 * 2 * 4 * 4

@@ -9,7 +9,7 @@ import pytest
 
 lm = pytest.importorskip('linen.module')
 
-from linen.core import _plugins  # noqa: E402
+from linen.core import _bus  # noqa: E402
 from linen.core.hookspecs import hookimpl  # noqa: E402
 from linen.profiling import (  # noqa: E402
     disable_named_call,
@@ -165,11 +165,11 @@ class UpperCaseNames:
 
 
 def test_user_name_hook_changes_labels():
-    name = _plugins.register(UpperCaseNames, name='test-upper-case-names')
+    name = _bus.register(UpperCaseNames, name='test-upper-case-names')
     try:
         text = hlo(MLP())
     finally:
-        _plugins.unregister(name)
+        _bus.unregister(name)
     assert 'op_name="jit(apply)/MLP/DENSE_0/dot_general"' in text
     assert 'op_name="jit(apply)/MLP/PROJ/PROJ/dot_general"' in text
     assert 'DENSE_0' not in labels(hlo(MLP()))

@@ -1,6 +1,6 @@
 import pytest
 
-from linen.core._plugins import import_string
+from linen.core._bus import import_string
 from linen.profiling import _plugin, _state
 from linen.profiling._labels import label_method_call
 

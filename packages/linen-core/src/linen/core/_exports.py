@@ -22,7 +22,7 @@ NAMES = NameTable(
             'subtract_filters',
             'union_filters',
         ),
-        '._plugins': ('get_plugin_manager',),
+        '._bus': ('get_plugin_manager',),
         '._rng': ('LazyRng',),
         '._scope': ('Array', 'Scope', 'Variable', 'apply', 'bind', 'init', 'lazy_init'),
         '.config': ('config',),
@@ -50,11 +50,11 @@ NAMES = NameTable(
         'traverse_util',
     ),
     aliases={
-        'plugin_load_errors': '._plugins:load_errors',
-        'register_plugin': '._plugins:register',
-        'unregister_plugin': '._plugins:unregister',
+        'plugin_load_errors': '._bus:load_errors',
+        'register_plugin': '._bus:register',
+        'unregister_plugin': '._bus:unregister',
     },
-    eager=('.errors', '._filters', '._plugins', '._rng', '._scope', '.config', '.hookspecs'),
+    eager=('.errors', '._filters', '._bus', '._rng', '._scope', '.config', '.hookspecs'),
 )
 
 # What ``linen.nn`` offers: the names flax.linen has of flax.core ...

@@ -50,7 +50,7 @@ class NameTable:
         submodules: public submodules, each reached as ``package.<name>``.
         aliases: public name -> ``'module:attribute'``, for a name that differs
             from the attribute it stands for (``register_plugin`` for
-            ``._plugins:register``).
+            ``._bus:register``).
         eager: the modules of ``by_module`` (and the submodules) that
             :meth:`install` imports at once, for names the package needs bound
             from the start; every other name is imported on first access.
@@ -201,7 +201,7 @@ def render_stub(
         docstring: the stub's docstring (one paragraph or more, no quotes).
         imports: ``(module, attribute, public name)`` triples; a submodule is
             ``(parent package, submodule, public name)``. A repeated triple is
-            imported once; a private module (``_plugins``) without ``as``.
+            imported once; a private module (``_bus``) without ``as``.
         preamble: standard-library import lines the tail needs
             (``'from typing import Any'``).
         tail: text after the imports (declarations the stub needs besides them).

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from linen.core import _plugins
+from linen.core import _bus
 from linen.core.errors import (
     PluginError,
     PluginExportConflictError,
@@ -59,8 +59,8 @@ _warned: set[str] = set()
 
 
 def _exports_of(impl) -> Mapping[str, Any]:
-    plugin_name, dist = _plugins.plugin_distribution(impl.plugin)
-    exports = _plugins.call_single(impl, 'linen_exports')
+    plugin_name, dist = _bus.plugin_distribution(impl.plugin)
+    exports = _bus.call_single(impl, 'linen_exports')
     if exports is None:
         return {}
     if not isinstance(exports, Mapping):
@@ -77,7 +77,7 @@ def _exports_of(impl) -> Mapping[str, Any]:
 
 def _build_table(generation: int) -> tuple[_Table, list[tuple[PluginError, BaseException]]]:
     """The export table, and the problems to warn about (error, original exception)."""
-    pm = _plugins.get_plugin_manager()
+    pm = _bus.get_plugin_manager()
     entries: dict[str, _Entry] = {}
     conflicts: dict[str, PluginExportConflictError] = {}
     failed: list[PluginError] = []
@@ -85,10 +85,10 @@ def _build_table(generation: int) -> tuple[_Table, list[tuple[PluginError, BaseE
     # First-party plugins first: their names are the ones a clash cannot take away.
     impls = sorted(
         reversed(pm.hook.linen_exports.get_hookimpls()),
-        key=lambda impl: _plugins.plugin_distribution(impl.plugin)[1] not in FIRST_PARTY,
+        key=lambda impl: _bus.plugin_distribution(impl.plugin)[1] not in FIRST_PARTY,
     )
     for impl in impls:
-        plugin_name, dist = _plugins.plugin_distribution(impl.plugin)
+        plugin_name, dist = _bus.plugin_distribution(impl.plugin)
         try:
             exports = _exports_of(impl)
         except PluginHookError as err:
@@ -121,8 +121,8 @@ def _get_table() -> _Table:
     global _table
     # The manager first, outside our lock: loading it calls our _drop_cache
     # listener, and a thread holding our lock must never wait for the bus's.
-    _plugins.get_plugin_manager()
-    generation = _plugins.plugins_generation()
+    _bus.get_plugin_manager()
+    generation = _bus.plugins_generation()
     table = _table
     if table is not None and table.generation == generation:
         return table
@@ -137,7 +137,7 @@ def _get_table() -> _Table:
     # Warned after the table is stored: under -W error the warning raises, and the
     # next access must still find a working table.
     for err, cause in fresh:
-        _plugins.warn_plugin_problem(err, cause=cause, stacklevel=3)
+        _bus.warn_plugin_problem(err, cause=cause, stacklevel=3)
     return table
 
 
@@ -151,7 +151,7 @@ def _drop_cache() -> None:
         _resolved.clear()
 
 
-_plugins.on_plugins_changed(_drop_cache)
+_bus.on_plugins_changed(_drop_cache)
 
 
 def __getattr__(name: str) -> Any:
@@ -168,7 +168,7 @@ def __getattr__(name: str) -> Any:
     value = entry.value
     if isinstance(value, str):
         try:
-            value = _plugins.import_string(value)
+            value = _bus.import_string(value)
         except Exception as exc:
             # The plugin named something that does not import: its fault, so its name.
             raise PluginLoadError(entry.plugin, entry.distribution, exc) from exc
@@ -185,7 +185,7 @@ def __dir__() -> list[str]:
 
 def _missing_message(name: str, table: _Table) -> tuple[str, PluginError | None]:
     """Why ``name`` is absent, and the plugin failure to chain (if one may be the cause)."""
-    failures = [*_plugins.load_errors(), *table.failed]
+    failures = [*_bus.load_errors(), *table.failed]
     dist = PROVIDED_BY.get(name)
     if dist is not None:
         broken = [e for e in failures if getattr(e, 'distribution', None) == dist]
