@@ -39,19 +39,31 @@ def _l2_normalize(x: Array, axis=None, eps: float = 1e-12) -> Array:
     return x * lax.rsqrt(jnp.sum(x * x, axis=axis, keepdims=True) + eps)
 
 
+def _key_name(key) -> str:
+    # The spelling of ``jax.tree_util.keystr(..., simple=True)`` for one key.
+    for attr in ('key', 'name', 'idx'):
+        if hasattr(key, attr):
+            return str(getattr(key, attr))
+    return str(key)
+
+
 def _map_params(variables: Mapping, fn: Callable[[tuple[str, ...], Array], Array]) -> dict:
     """Applies ``fn(path, leaf)`` to the ``params`` leaves of ``{collection: tree}``.
 
-    Leaves are visited in sorted key order (as ``jax.tree_util`` orders dicts), so
-    the rng draws of the wrapper's own variables come in Flax's order.
+    Leaves are visited in JAX's flatten order (sorted dict keys), so the rng draws
+    of the wrapper's own variables come in Flax's order. A boxed parameter
+    (``nn.Partitioned`` and other metadata boxes) is opened as JAX opens it: the
+    leaf is its value, its path ends in the box's field (``kernel/value``), and the
+    box is kept around the result.
     """
 
-    def walk(tree, path):
-        if isinstance(tree, Mapping):
-            return {k: walk(tree[k], (*path, str(k))) for k in sorted(tree)}
-        return fn(path, tree)
+    def one(keypath, leaf):
+        return fn(tuple(_key_name(k) for k in keypath), leaf)
 
-    return {col: walk(tree, ()) if col == 'params' else tree for col, tree in variables.items()}
+    return {
+        col: jax.tree_util.tree_map_with_path(one, tree) if col == 'params' else tree
+        for col, tree in variables.items()
+    }
 
 
 def _map_variables():
