@@ -176,7 +176,8 @@ VARIANTS = {
 }
 
 # Each row runs unbatched with the default dtypes and batched with its variants (float32
-# batched runs are in test_flax_layers_a/b/c; the last variant is one sweep over all rows).
+# batched runs are in the test_flax_layers_<family> files; the last variant is one
+# sweep over all rows).
 CASES = (
     [(row, 'default', False) for row in ROWS]
     + [(row, variant, True) for row in ROWS for variant in row.variants]

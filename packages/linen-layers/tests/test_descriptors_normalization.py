@@ -1,4 +1,4 @@
-"""Layers group B (normalization) through the shared descriptor battery."""
+"""The normalization layers through the shared descriptor battery."""
 
 from __future__ import annotations
 

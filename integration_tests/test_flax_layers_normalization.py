@@ -1,4 +1,4 @@
-"""Flax as an oracle for layers group B: the normalization layers.
+"""Flax as an oracle for the normalization layers.
 
 For every row, ``linen.nn`` and ``flax.linen`` build the same layer with the same
 arguments; the same PRNG key must give the same variable tree (collections, paths,

@@ -1,4 +1,4 @@
-"""Flax as an oracle for layers group A: linear/conv/embed, dropout, pooling, combinators.
+"""Flax as an oracle for the linear/conv/embed layers, dropout, pooling, combinators.
 
 For every row, ``linen.nn`` and ``flax.linen`` build the same layer with the same
 arguments; the same PRNG key must give the same parameter tree (paths, shapes,

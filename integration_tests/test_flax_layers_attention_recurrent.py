@@ -1,4 +1,4 @@
-"""Flax as an oracle for layers group C: attention and recurrent.
+"""Flax as an oracle for the attention and recurrent layers.
 
 For the same PRNG key, every layer must give the same variable tree (paths, shapes,
 values) and the same outputs as ``flax.linen``.

@@ -1,4 +1,6 @@
-"""Group A layers through the descriptor harness: init, apply, jit, vmap, remat, f64, bf16."""
+"""The linear, conv, embed, dropout, pooling and combinator layers through the descriptor
+harness: init, apply, jit, vmap, remat, f64, bf16.
+"""
 
 from __future__ import annotations
 

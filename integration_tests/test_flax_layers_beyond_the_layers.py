@@ -1,5 +1,5 @@
-"""Flax as an oracle for layers group D: the parts of the layer surface Flax code
-reaches for beyond the plain layers.
+"""Flax as an oracle for the parts of the layer surface Flax code reaches for beyond
+the plain layers.
 
 Recurrent cells sized by their carry, ``Conv``'s circular/reflect/causal paddings,
 ``Einsum`` with ``...``, and the submodule namespaces (``nn.linear``, ...).
@@ -7,6 +7,7 @@ Recurrent cells sized by their carry, ``Conv``'s circular/reflect/causal padding
 
 from __future__ import annotations
 
+import types
 from collections.abc import Mapping
 
 import jax
@@ -209,25 +210,19 @@ def test_einsum_ellipsis_rank_error():
 
 # ----------------------------------------------------------------------------- namespaces
 
+# The submodules both facades offer (``nn.linear``, ``nn.spmd``, ...), but for the
+# packages behind them (``nn.meta``, ``nn.module``, ``nn.transforms``), which are
+# linen's own distributions and modules rather than namespaces copied from Flax.
 NAMESPACES = [
-    'linear',
-    'attention',
-    'recurrent',
-    'normalization',
-    'pooling',
-    'stochastic',
-    'combinators',
-    'batch_apply',
-    'summary',
-    'spmd',
-    'initializers',
-    'activation',
-    'dtypes',
-    'fp8_ops',
+    n
+    for n in dir(nn)
+    if isinstance(getattr(nn, n), types.ModuleType)
+    and isinstance(getattr(fnn, n, None), types.ModuleType)
+    and n not in ('meta', 'module', 'transforms')
 ]
 
 # nn.spmd also holds the rule setters Flax keeps in flax.core.spmd, and linen's
-# strict-rules switch and its warning class (issue 12).
+# strict-rules switch and its warning class.
 NAMESPACE_EXTRAS = {
     'spmd': [
         'LogicalAxisRulesWarning',

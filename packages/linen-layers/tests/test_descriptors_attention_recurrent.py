@@ -1,4 +1,4 @@
-"""Group C layers (attention, recurrent) through the descriptor harness.
+"""The attention and recurrent layers through the descriptor harness.
 
 Each row runs init, abstract_init, apply, jit, vmap, remat, float64 and bfloat16 (``_testing.CHECKS``).
 """
