@@ -16,7 +16,7 @@ Inputs, drawn from a seed:
 Each input goes through ``msgpack_restore``, ``from_bytes(target, ...)`` and
 ``from_state_dict(target, ...)``. The rule: the right tree or
 ``InvalidCheckpointError``; never another exception, never more than
-``SLOW_S`` seconds, and (measured on every ``TRACE_EVERY``-th input) never memory
+``SLOW_S`` seconds of CPU, and (measured on every ``TRACE_EVERY``-th input) never memory
 beyond ``FIXED_OVERHEAD + PER_INPUT_BYTE * len(input)``. An unmutated checkpoint
 must restore to its tree bit for bit, and where Flax's reader accepts an input
 that linen's accepts too, both must give the same tree.
@@ -234,7 +234,8 @@ class _Checker:
     def _call(self, where: str, fn: Callable, data: bytes | None, trace: bool):
         if trace:
             tracemalloc.start()
-        start = time.monotonic()
+        # CPU time, not wall time: a busy machine must not look like a hang.
+        start = time.process_time()
         result, ok = None, False
         try:
             result, ok = fn(), True
@@ -245,7 +246,7 @@ class _Checker:
                 Failure('exception', where, f'{type(exc).__name__}: {exc}', data)
             )
         finally:
-            elapsed = time.monotonic() - start
+            elapsed = time.process_time() - start
             if trace:
                 _, peak = tracemalloc.get_traced_memory()
                 tracemalloc.stop()
@@ -254,7 +255,7 @@ class _Checker:
                     self.report.failures.append(
                         Failure('memory', where, f'{peak} bytes for {size}', data)
                     )
-        if elapsed > SLOW_S:
+        if elapsed > SLOW_S and not trace:  # tracemalloc slows every allocation
             self.report.failures.append(Failure('slow', where, f'{elapsed:.1f} s', data))
         if ok:
             self.report.outcomes[f'{where}: restored'] += 1

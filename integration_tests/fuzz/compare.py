@@ -41,9 +41,14 @@ class ErrorInfo:
         )
 
     def first_sentence(self) -> str:
+        """What users match on: the text up to the first sentence end or colon.
+
+        A colon ends it too: what follows one in Flax's messages is a detail (a
+        variable's repr, a path) that differs between the libraries' renderings.
+        """
         text = self.message.strip().split('\n', 1)[0]
         text = text.split(' (https://', 1)[0]
-        match = re.match(r'(.+?[.!?])(\s|$)', text)
+        match = re.match(r'(.+?)([.!?]|:)(\s|$)', text)
         return (match.group(1) if match else text).strip()
 
 

@@ -49,20 +49,12 @@ KNOWN: tuple[KnownFinding, ...] = (
         ('define_module_not_in_sys_modules_1',),
     ),
     KnownFinding(
-        'F2',
-        'nn.logical_to_mesh warns (LogicalAxisRulesWarning) where Flax is silent',
-        ('partition',),
-        ('warnings',),
-        frozenset(),
-        ('partition_warnings_1',),
-    ),
-    KnownFinding(
         'F3',
-        'nn.map_variables(mutable=True) applied without the collection mutable: '
-        'Flax raises ScopeCollectionNotFound, linen runs',
+        'nn.map_variables(init=True) used in apply: Flax raises ScopeCollectionNotFound, '
+        'linen runs',
         _LIFTED_STAGES,
         ('raises',),
-        frozenset({'lift.map_variables', 'lift.map_variables.mutable=True'}),
+        frozenset({'lift.map_variables', 'lift.map_variables.init_always=True'}),
         ('apply_raises_1',),
     ),
     KnownFinding(
@@ -93,14 +85,23 @@ KNOWN: tuple[KnownFinding, ...] = (
         ('plugins_three_way_clash_1',),
     ),
     KnownFinding(
-        'F7',
-        'nn.scan with in_axes nn.broadcast: a Python bool argument arrives traced in linen '
-        '(TracerBoolConversionError), as a Python value in Flax',
-        None,
-        ('raises',),
-        frozenset(),
-        ('init_raises_1',),
-        any_of=frozenset({'lift.scan.broadcast_arg=True', 'lift.scan.broadcast_arg=False'}),
+        'F8',
+        'nn.scan with variable_carry of a collection created in the body: Flax raises '
+        'AssertionError, linen TypeError',
+        ('init', 'eval_shape', 'lazy_init'),
+        ('error-type',),
+        frozenset({'lift.scan.carry_state=True'}),
+        ('init_error_type_1',),
+    ),
+    KnownFinding(
+        'F9',
+        'nn.while_loop inside nn.scan with params nn.broadcast: Flax raises AssertionError, '
+        "linen TypeError ('_Broadcast' object is not iterable)",
+        ('init', 'eval_shape', 'lazy_init'),
+        ('error-type',),
+        frozenset({'lift.scan', 'lift.while_loop'}),
+        ('init_error_type_2',),
+        any_of=frozenset({'lift.scan.params_axis=None'}),
     ),
     KnownFinding(
         'D1',

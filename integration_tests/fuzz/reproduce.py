@@ -59,7 +59,7 @@ def write_reproducer(klass: str, diff: Difference, source: str, seed: str, out: 
         relpath = path.relative_to(Path.cwd())
     except ValueError:
         relpath = path
-    detail = '\n'.join(f'    {line}' for line in str(diff).splitlines()[:6])
+    detail = '\n'.join(f'    {line}'.rstrip() for line in str(diff).splitlines()[:6])
     path.write_text(
         _TEMPLATE.format(
             name=path.stem,
