@@ -1,5 +1,5 @@
-"""The seed's Module examples that need layers (nn.Dense, nn.Dropout, nn.BatchNorm),
-run unchanged with ``import linen.nn as nn`` and checked against flax.linen.
+"""The Module examples of Flax's Linen introduction (``docs/linen_intro`` in Flax)
+that need layers (nn.Dense, nn.Dropout, nn.BatchNorm), run unchanged with ``import linen.nn as nn`` and checked against flax.linen.
 
 The transform examples (nn.jit, nn.remat, nn.vmap, nn.scan) belong to linen-transforms.
 """
@@ -23,8 +23,8 @@ import linen.nn as linen_nn  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def _seed_code_relies_on_rank_promotion():
-    """The seed's ``SimpleDense``/``ExplicitDense`` add a ``(features,)`` bias to a
+def _intro_code_relies_on_rank_promotion():
+    """The guide's ``SimpleDense``/``ExplicitDense`` add a ``(features,)`` bias to a
     ``(batch, features)`` output, which needs implicit rank promotion; with
     ``jax_numpy_rank_promotion='raise'`` (the suite's setting) Flax rejects that code
     exactly as JAX does for us. The examples are kept verbatim, so they run with
@@ -33,7 +33,7 @@ def _seed_code_relies_on_rank_promotion():
         yield
 
 
-def seed_models(nn):
+def intro_models(nn):
     class ExplicitMLP(nn.Module):
         features: Sequence[int]
 
@@ -106,8 +106,8 @@ def seed_models(nn):
     }
 
 
-OURS = seed_models(linen_nn)
-THEIRS = seed_models(flax_nn)
+OURS = intro_models(linen_nn)
+THEIRS = intro_models(flax_nn)
 
 
 def same(a, b):
@@ -119,7 +119,7 @@ def same(a, b):
 
 
 @pytest.mark.parametrize('name', ['ExplicitMLP', 'SimpleMLP', 'SimpleDense', 'ExplicitDense'])
-def test_seed_model_matches_flax(name):
+def test_intro_model_matches_flax(name):
     key1, key2 = random.split(random.key(0), 2)
     x = random.uniform(key1, (4, 4))
     ours, theirs = OURS[name](), THEIRS[name]()
@@ -130,7 +130,7 @@ def test_seed_model_matches_flax(name):
     assert y.shape == (4, 5 if 'MLP' in name else 3)
 
 
-def test_seed_block_with_dropout_and_batchnorm_matches_flax():
+def test_intro_block_with_dropout_and_batchnorm_matches_flax():
     key1, key2, key3, key4 = random.split(random.key(0), 4)
     x = random.uniform(key1, (3, 4, 4))
     ours, theirs = OURS['Block'](features=3, training=True), THEIRS['Block'](3, True)

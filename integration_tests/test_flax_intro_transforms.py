@@ -1,6 +1,7 @@
-"""The seed's transform examples (nn.jit MLP, nn.remat MLP, two-level nn.vmap attention,
-nn.scan LSTM) run unchanged with ``import linen.nn as nn``; for remat, vmap and scan the
-parameters and outputs equal flax.linen's for the same key.
+"""The transform examples of Flax's Linen introduction (``docs/linen_intro`` in Flax):
+nn.jit MLP, nn.remat MLP, two-level nn.vmap attention and nn.scan LSTM run unchanged
+with ``import linen.nn as nn``; for remat, vmap and scan the parameters and outputs
+equal flax.linen's for the same key.
 
 The example code is written once, in ``build(nn, ...)``, and run with each library.
 """
@@ -69,7 +70,7 @@ def build(nn):
             return y
 
     class DotProductAttention(nn.Module):
-        qkv_features: Optional[int] = None  # noqa: UP045 (the seed's spelling)
+        qkv_features: Optional[int] = None  # noqa: UP045 (the guide's spelling)
         out_features: Optional[int] = None  # noqa: UP045
         train: bool = False
 

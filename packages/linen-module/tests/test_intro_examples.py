@@ -1,8 +1,9 @@
-"""The Module examples of the seed (docs/linen_intro), with hand-written layers.
+"""The Module examples of Flax's Linen introduction (``docs/linen_intro`` in Flax),
+with hand-written layers.
 
 linen-module must test alone, so ``nn.Dense`` is replaced by ``MyDense`` below;
-the examples with the real layers are in ``integration_tests/test_seed_examples.py``.
-Expected values follow the PRNG rule of DESIGN.md, computed here with hashlib.
+the examples with the real layers are in ``integration_tests/test_flax_intro_examples.py``.
+Expected values follow the PRNG rule of ``docs/design.md``, computed here with hashlib.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ import linen.nn as nn
 
 
 @pytest.fixture(autouse=True)
-def _seed_code_relies_on_rank_promotion():
-    """The seed's ``SimpleDense``/``ExplicitDense`` add a ``(features,)`` bias to a
+def _intro_code_relies_on_rank_promotion():
+    """The guide's ``SimpleDense``/``ExplicitDense`` add a ``(features,)`` bias to a
     ``(batch, features)`` output, which needs implicit rank promotion; with
     ``jax_numpy_rank_promotion='raise'`` (the suite's setting) Flax rejects that code
     exactly as JAX does for us. The examples are kept verbatim, so they run with
