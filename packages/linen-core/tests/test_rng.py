@@ -1,4 +1,4 @@
-"""The PRNG rule of DESIGN.md, checked against vectors computed here with hashlib."""
+"""The PRNG rule of docs/design.md, checked against vectors computed here with hashlib."""
 
 from __future__ import annotations
 
