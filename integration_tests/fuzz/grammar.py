@@ -25,9 +25,9 @@ FEATURE_DIM = 3
 FLAX_IMPORT = 'import flax.linen as nn'
 LINEN_IMPORT = 'import linen.nn as nn'
 
-# Collections that a node may create; every lifted transform must say what it does
-# with each one present below it.
-MUTABLE_STATE = ('batch_stats', 'state')
+# The mutable collections a node may create besides params, intermediates and
+# perturbations; a loop must carry each one present below it.
+MUTABLE_STATE = frozenset({'batch_stats', 'state', 'counters', 'cache'})
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,18 @@ _LEAF_ARGS = {
         'deterministic=True',
     ),  # fmt: skip
     'Conv': ('FEATURES', 'kernel_size=(2,)', "padding='SAME'"),
+    'DecodeAttention': (),  # rendered as a class: see Leaf._render_decode
 }
+_DECODE_ATTENTION = """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        attention = nn.MultiHeadDotProductAttention(
+            num_heads=1, qkv_features=4, out_features=FEATURES, decode=True, deterministic=True
+        )
+        if self.is_initializing():
+            return attention(x)
+        steps = [attention(x[..., i : i + 1, :]) for i in range(x.shape[-2])]
+        return jnp.concatenate(steps, axis=-2)"""
 _PARTITION_INIT = {
     'mesh': "nn.with_partitioning(nn.initializers.lecun_normal(), (None, 'model'))",
     'logical': "nn.with_logical_partitioning(nn.initializers.lecun_normal(), ('embed', 'mlp'))",
@@ -159,13 +170,19 @@ class Leaf(Node):
     partition: str | None = None  # Dense only: boxed kernel metadata
 
     def render(self, src: Source) -> Ctor:
+        if self.layer == 'DecodeAttention':
+            # Self-attention with a cache: init sizes the cache from the whole input,
+            # apply decodes it one step at a time ('cache' mutable).
+            name = src.fresh('Decode')
+            src.add(_DECODE_ATTENTION.format(name=name))
+            return Ctor(name)
         args = _LEAF_ARGS[self.layer]
         if self.partition:
             args += (f'kernel_init={_PARTITION_INIT[self.partition]}',)
         return Ctor(f'nn.{self.layer}', args)
 
     def min_rank(self) -> int:
-        return 2 if self.layer in ('SelfAttention', 'Conv') else 1
+        return 2 if self.layer in ('SelfAttention', 'Conv', 'DecodeAttention') else 1
 
     def own_shrinks(self):
         if self.partition:
@@ -183,6 +200,8 @@ class Leaf(Node):
         out = set() if self.layer == 'Dropout' else {'params'}
         if self.layer == 'BatchNorm':
             out.add('batch_stats')
+        if self.layer == 'DecodeAttention':
+            out.add('cache')
         return out
 
     def own_rngs(self):
@@ -192,7 +211,7 @@ class Leaf(Node):
     def draw(rng: random.Random, ctx: Ctx) -> Leaf:
         layers = ['Dense'] * 4 + ['LayerNorm', 'BatchNorm', 'Dropout']
         if ctx.rank >= 2:
-            layers += ['SelfAttention', 'Conv']
+            layers += ['SelfAttention', 'Conv', 'DecodeAttention']
         layer = rng.choice(layers)
         partition = None
         if layer == 'Dense' and rng.random() < 0.25:

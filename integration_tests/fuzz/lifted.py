@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, replace
 
-from integration_tests.fuzz.grammar import Ctor, Ctx, Node, Source, draw_node
+from integration_tests.fuzz.grammar import MUTABLE_STATE, Ctor, Ctx, Node, Source, draw_node
 
 # Options of each kind and their plain values (what the shrinker resets them to).
 DEFAULTS: dict[str, dict[str, object]] = {
@@ -215,7 +215,7 @@ class Lifted(Node):
     def _render_while_loop(self, src: Source, o: dict) -> Ctor:
         inner = self.inner.render(src)
         name = src.fresh('Loop')
-        carried = sorted(self.inner.collections() & {'batch_stats', 'state', 'counters'})
+        carried = sorted(self.inner.collections() & MUTABLE_STATE)
         src.add(
             f'class {name}(nn.Module):\n'
             f'    def setup(self):\n'
