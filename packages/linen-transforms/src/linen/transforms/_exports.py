@@ -8,29 +8,33 @@ from __future__ import annotations
 
 from linen.core.name_table import NameTable
 
+# The transforms Flax lifts, under the same names at both levels: over Modules (this
+# package) and over scopes (``lift``, whose ``__all__`` reads this tuple too).
+LIFTED = (
+    'add_metadata_axis',
+    'broadcast',
+    'checkpoint',
+    'cond',
+    'custom_vjp',
+    'fold_rngs',
+    'grad',
+    'jit',
+    'jvp',
+    'map_variables',
+    'remat',
+    'remat_scan',
+    'scan',
+    'switch',
+    'value_and_grad',
+    'vjp',
+    'vmap',
+    'while_loop',
+)
+
 NAMES = NameTable(
     'linen.transforms',
     {
-        '._api': (
-            'add_metadata_axis',
-            'broadcast',
-            'checkpoint',
-            'cond',
-            'custom_vjp',
-            'fold_rngs',
-            'grad',
-            'jit',
-            'jvp',
-            'map_variables',
-            'remat',
-            'remat_scan',
-            'scan',
-            'switch',
-            'value_and_grad',
-            'vjp',
-            'vmap',
-            'while_loop',
-        ),
+        '._api': LIFTED,
         # Flax has these in flax.core.lift and flax.linen.transforms, not in flax.linen.
         '._axis_markers': ('In', 'Out'),
         '._module_lift': ('lift_transform',),

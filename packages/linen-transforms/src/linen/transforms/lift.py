@@ -29,6 +29,7 @@ from linen.transforms._control import while_loop as while_loop
 from linen.transforms._core_checkpoint import checkpoint as checkpoint
 from linen.transforms._core_checkpoint import remat as remat
 from linen.transforms._core_jit import jit as jit
+from linen.transforms._exports import LIFTED
 from linen.transforms._remat import remat_scan as remat_scan
 from linen.transforms._scan import broadcast as broadcast
 from linen.transforms._scan import scan as scan
@@ -37,25 +38,4 @@ from linen.transforms._variables import fold_rngs as fold_rngs
 from linen.transforms._variables import map_variables as map_variables
 from linen.transforms._vmap import vmap as vmap
 
-__all__ = [
-    'In',
-    'Out',
-    'add_metadata_axis',
-    'broadcast',
-    'checkpoint',
-    'cond',
-    'custom_vjp',
-    'fold_rngs',
-    'grad',
-    'jit',
-    'jvp',
-    'map_variables',
-    'remat',
-    'remat_scan',
-    'scan',
-    'switch',
-    'value_and_grad',
-    'vjp',
-    'vmap',
-    'while_loop',
-]
+__all__ = ['In', 'Out', *LIFTED]
