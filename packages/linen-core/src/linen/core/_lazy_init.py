@@ -80,13 +80,103 @@ def _is_var(v: Any) -> bool:
     return isinstance(v, _jex().Var) and not isinstance(v, _jex().DropVar)
 
 
-def _unknown_outputs(jaxpr, abstract_invars) -> list[bool]:
-    """Which outputs depend on the abstract inputs (conservatively, per equation)."""
-    unknown = set(abstract_invars)
+def _unknown_outputs(jaxpr, unknown_inputs: list[bool]) -> list[bool]:
+    """Which outputs of ``jaxpr`` depend on the inputs flagged unknown.
+
+    Exact through the higher-order primitives lifted transforms emit (``jit``,
+    ``remat``, ``scan``, ``while``, ``cond`` with a known branch index, custom
+    derivatives): a variable created inside ``nn.jit``/``nn.remat``/``nn.scan``
+    depends on the rng, not on the forward input that also flows into the same
+    primitive. Any other primitive is conservative: every output of an equation
+    that reads an unknown value is unknown.
+    """
+    unknown = {v for v, u in zip(jaxpr.invars, unknown_inputs) if u}
     for eqn in jaxpr.eqns:
-        if any(_is_var(v) and v in unknown for v in eqn.invars):
-            unknown.update(v for v in eqn.outvars if _is_var(v))
+        reads = [_is_var(v) and v in unknown for v in eqn.invars]
+        if not any(reads):
+            continue
+        outs = _unknown_eqn_outputs(eqn, reads)
+        unknown.update(v for v, u in zip(eqn.outvars, outs) if u and _is_var(v))
     return [_is_var(v) and v in unknown for v in jaxpr.outvars]
+
+
+def _open(jaxpr) -> Any:
+    return getattr(jaxpr, 'jaxpr', jaxpr)
+
+
+def _carry_fixpoint(body, fixed: list[bool], carry: list[bool], tail: list[bool]) -> list[bool]:
+    """The body's output flags once the loop-carried flags stop growing."""
+    while True:
+        out = _unknown_outputs(body, fixed + carry + tail)
+        grown = [a or b for a, b in zip(carry, out[: len(carry)])]
+        if grown == carry:
+            return out
+        carry = grown
+
+
+def _scan_counts(params) -> tuple[int, int] | None:
+    """How many constants and carried values a ``scan`` equation has.
+
+    Older JAX names them in the parameters; newer JAX describes the groups of
+    inputs (constants, carry, scanned) and outputs (carry, stacked) as trees.
+    ``None`` when neither is there: the caller then stays conservative.
+    """
+    if 'num_consts' in params:
+        return params['num_consts'], params['num_carry']
+    groups_in, groups_out = params.get('ft_in'), params.get('ft_out')
+    try:
+        return len(list(groups_in.elts[0].vals)), len(list(groups_out.elts[0].vals))
+    except AttributeError:
+        return None
+
+
+def _unknown_eqn_outputs(eqn, reads: list[bool]) -> list[bool]:
+    params = eqn.params
+    everything = [True] * len(eqn.outvars)
+    name = eqn.primitive.name
+    if name == 'scan':
+        counts = _scan_counts(params)
+        if counts is None:
+            return everything
+        consts, carry = counts
+        out = _carry_fixpoint(
+            _open(params['jaxpr']),
+            reads[:consts],
+            reads[consts : consts + carry],
+            reads[consts + carry :],
+        )
+        carry_flags = [a or b for a, b in zip(reads[consts : consts + carry], out[:carry])]
+        return carry_flags + out[carry:]
+    if name == 'while':
+        cond_n, body_n = params['cond_nconsts'], params['body_nconsts']
+        body_consts = reads[cond_n : cond_n + body_n]
+        carry = reads[cond_n + body_n :]
+        out = _carry_fixpoint(_open(params['body_jaxpr']), body_consts, carry, [])
+        carry = [a or b for a, b in zip(carry, out)]
+        # An unknown trip count makes every carried value unknown.
+        if any(_unknown_outputs(_open(params['cond_jaxpr']), reads[:cond_n] + carry)):
+            return everything
+        return carry
+    if name == 'cond':
+        if reads[0]:  # the branch taken depends on an unknown value
+            return everything
+        flags = [False] * len(eqn.outvars)
+        for branch in params['branches']:
+            out = _unknown_outputs(_open(branch), reads[1:])
+            flags = [a or b for a, b in zip(flags, out)]
+        return flags
+    # jit, remat, closed calls, custom_jvp/custom_vjp: one inner jaxpr whose inputs
+    # and outputs are the equation's own.
+    inner = [
+        _open(v)
+        for v in params.values()
+        if isinstance(_open(v), _jex().Jaxpr)
+        and len(_open(v).invars) == len(eqn.invars)
+        and len(_open(v).outvars) == len(eqn.outvars)
+    ]
+    if len(inner) == 1:
+        return _unknown_outputs(inner[0], reads)
+    return everything
 
 
 def _prune(closed) -> Any:
@@ -149,9 +239,11 @@ def _eager(fn, leaves, treedef):
     jax.eval_shape(run, *[leaves[i] for i in abstract])
     out = captured[0]
     flat = jax.tree_util.tree_flatten_with_path(out)[0]
-    bad = [_path_str(path) for path, x in flat if isinstance(x, jax.core.Tracer)]
-    if bad:
-        raise errors.LazyInitError(bad)
+    if any(isinstance(x, jax.core.Tracer) for _, x in flat):
+        # A variable came out of a primitive that also reads an abstract input (a
+        # lifted jit, remat or scan): the per-equation view above cannot tell
+        # whether it depends on it; the jaxpr analysis of `_staged` can.
+        return _staged(fn, leaves, treedef)
     return out
 
 
@@ -177,15 +269,30 @@ def _staged(fn, leaves, treedef):
     dyn_args = [leaves[i] for i in dynamic]
     closed, out_shape = jax.make_jaxpr(flat_fn, return_shape=True)(*dyn_args)
     jaxpr = closed.jaxpr
-    abstract_invars = [v for v, x in zip(jaxpr.invars, dyn_args) if _is_abstract(x)]
-    unknown = _unknown_outputs(jaxpr, abstract_invars)
+    unknown = _unknown_outputs(jaxpr, [_is_abstract(x) for x in dyn_args])
     if any(unknown):
         paths = [_path_str(p) for p, _ in jax.tree_util.tree_flatten_with_path(out_shape)[0]]
         raise errors.LazyInitError([p for p, u in zip(paths, unknown) if u])
-    # No kept equation reads an abstract input (checked above), so the
-    # ShapeDtypeStructs themselves stand in for them and no memory is allocated.
-    out_flat = _jex().jaxpr_as_fun(_prune(closed))(*dyn_args)
+    pruned = _prune(closed)
+    out_flat = _jex().jaxpr_as_fun(pruned)(*_stand_ins(pruned.jaxpr, dyn_args))
     # A variable the jaxpr holds as a literal (a constant initialiser) comes back
     # as a NumPy value; init would have given a jax.Array.
     out_flat = [x if isinstance(x, jax.Array) else jnp.asarray(x) for x in out_flat]
     return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(out_shape), out_flat)
+
+
+def _stand_ins(jaxpr, args: list[Any]) -> list[Any]:
+    """``args`` with zeros for the abstract inputs a kept equation still reads.
+
+    An abstract input no kept equation reads needs no memory: its
+    ``ShapeDtypeStruct`` stands in. One that is read feeds an equation kept for
+    another of its outputs (the ``jit``, ``remat`` or ``scan`` of a lifted
+    transform returns the variables beside the forward result); the analysis has
+    shown no returned value depends on it, so any value of the right type will do.
+    """
+    read = {v for eqn in jaxpr.eqns for v in eqn.invars if _is_var(v)}
+    read.update(v for v in jaxpr.outvars if _is_var(v))
+    return [
+        jnp.zeros(x.shape, x.dtype) if _is_abstract(x) and v in read else x
+        for v, x in zip(jaxpr.invars, args)
+    ]
