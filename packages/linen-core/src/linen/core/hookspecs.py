@@ -39,7 +39,7 @@ def linen_add_hookspecs(plugin_manager: pluggy.PluginManager) -> None:
 
 
 @hookspec
-def linen_exports() -> Mapping[str, Any]:
+def linen_exports() -> Mapping[str, Any] | None:
     """Names this plugin contributes to the ``linen.nn`` facade.
 
     A value is either the object itself or a ``"package.module:attribute"``
