@@ -51,9 +51,10 @@ class NameTable:
         aliases: public name -> ``'module:attribute'``, for a name that differs
             from the attribute it stands for (``register_plugin`` for
             ``._bus:register``).
-        eager: the modules of ``by_module`` (and the submodules) that
-            :meth:`install` imports at once, for names the package needs bound
-            from the start; every other name is imported on first access.
+        eager: the modules, spelled as in ``by_module`` (a submodule as
+            ``'.name'``), whose names :meth:`install` binds at once, for names
+            the package needs from the start; every other name is imported on
+            first access.
 
     Raises:
         ValueError: a name is listed twice.
