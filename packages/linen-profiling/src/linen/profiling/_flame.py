@@ -251,7 +251,7 @@ def _html(boxes: list[Box], path: str, title: str, axis: _Axis) -> None:
             f'<g><title>{html.escape(box.path)}: {html.escape(axis.text(box.value))} '
             f'({100 * box.width:.1f}%)</title>'
             f'<rect x="{x:.2f}" y="{y}" width="{w:.2f}" height="{row - 2}" '
-            f'fill="hsl({30 + 8 * box.depth}, 85%, {70 - 4 * box.depth}%)"/>'
+            f'fill="hsl({30 + 8 * box.depth}, 85%, {70 - 4 * box.depth}%)" stroke="white"/>'
             + (
                 f'<text x="{x + 3:.2f}" y="{y + 16}" font-size="{_SVG_FONT}">'
                 f'{html.escape(name)}</text>'
