@@ -74,15 +74,6 @@ KNOWN: tuple[KnownFinding, ...] = (
         ('lazy_init_raises_1',),
     ),
     KnownFinding(
-        'F6',
-        'a linen.nn name exported by three or more third-party distributions: only two are '
-        'named; the others are dropped silently',
-        None,
-        (),
-        None,
-        ('plugins_three_way_clash_1',),
-    ),
-    KnownFinding(
         'F8',
         'nn.scan with variable_carry of a collection created in the body: Flax raises '
         'AssertionError, linen TypeError',
@@ -114,7 +105,7 @@ KNOWN: tuple[KnownFinding, ...] = (
 
 
 # Problems of the plugin-set fuzzer (plugin_sets.py tags them) -> their finding.
-PLUGIN_PROBLEMS = {'three-way-clash': 'F6'}
+PLUGIN_PROBLEMS: dict[str, str] = {}
 
 
 def known_finding(diff: Difference, features: set[str]) -> KnownFinding | None:

@@ -93,6 +93,10 @@ def test_key_errors_print_their_message_not_its_repr():
         ),
         (errors.PluginLoadError('p', 'd', ImportError('x')), r'LINEN_DISABLE_PLUGINS=p'),
         (errors.PluginExportConflictError('Dense', 'a', 'b'), r'"a" and "b"'),
+        (
+            errors.PluginExportConflictError('Dense', 'a', 'b', 'c'),
+            r'by 3 distributions: "a", "b" and "c"',
+        ),
         (errors.PluginExportsTypeError('p', 'd', 'returned a list'), r'"p".*"d".*a list'),
         (errors.PluginHookError('p', 'd', 'linen_exports', KeyError('k')), r'"p".*"d".*KeyError'),
         (errors.ApplyModuleInvalidMethodError('nope', 'M'), r"method='nope' on M"),

@@ -714,22 +714,27 @@ class PluginExportsTypeError(PluginError, TypeError):
 
 
 class PluginExportConflictError(PluginError, ValueError, AttributeError):
-    """Two plugins contribute the same name to ``linen.nn``.
+    """Two or more plugins contribute the same name to ``linen.nn``.
 
     A first-party distribution keeps its name (the other plugin's is dropped with a
-    :class:`PluginWarning`); between two third-party plugins the name is withheld and
+    :class:`PluginWarning`); between third-party plugins the name is withheld and
     reading it raises this error (an ``AttributeError`` too, so ``hasattr`` works).
+    ``distributions`` lists every contributor, in the order they were loaded.
 
     >>> print(PluginExportConflictError('MyLayer', 'pkg-a', 'pkg-b'))
     linen.nn.MyLayer is contributed by two distributions: "pkg-a" and "pkg-b". ...
     """
 
-    def __init__(self, name: str, first: str, second: str):
+    def __init__(self, name: str, first: str, second: str, *more: str):
         self.name, self.first, self.second = name, first, second
+        self.distributions = (first, second, *more)
+        quoted = [f'"{d}"' for d in self.distributions]
+        count = 'two' if len(quoted) == 2 else str(len(quoted))
         super().__init__(
-            f'linen.nn.{name} is contributed by two distributions: "{first}" and '
-            f'"{second}". Rename the layer in one of them, or disable one plugin with '
-            'LINEN_DISABLE_PLUGINS (entry-point or distribution name).'
+            f'linen.nn.{name} is contributed by {count} distributions: '
+            f'{", ".join(quoted[:-1])} and {quoted[-1]}. Rename the layer in all but one of '
+            'them, or disable the others with LINEN_DISABLE_PLUGINS (entry-point or '
+            'distribution names, comma-separated).'
         )
 
 

@@ -100,7 +100,13 @@ def _build_table(generation: int) -> tuple[_Table, list[tuple[PluginError, BaseE
             problems.append((err, err))
             continue
         for name, value in exports.items():
-            if name in conflicts:
+            withheld = conflicts.get(name)
+            if withheld is not None:
+                if dist not in withheld.distributions:
+                    # Every contributor is named, so the advice resolves the clash.
+                    err = PluginExportConflictError(name, *withheld.distributions, dist)
+                    conflicts[name] = err
+                    problems.append((err, err))
                 continue
             previous = entries.get(name)
             if previous is None or previous.distribution == dist:
