@@ -84,13 +84,22 @@ KNOWN: tuple[KnownFinding, ...] = (
     ),
     KnownFinding(
         'F9',
-        'nn.while_loop inside nn.scan with params nn.broadcast: Flax raises AssertionError, '
-        "linen TypeError ('_Broadcast' object is not iterable)",
+        'nn.scan with params nn.broadcast where Flax asserts (split params rngs, a lifted '
+        "transform inside): linen raises TypeError '_Broadcast' object is not iterable",
         ('init', 'eval_shape', 'lazy_init'),
         ('error-type',),
-        frozenset({'lift.scan', 'lift.while_loop'}),
-        ('init_error_type_2',),
-        any_of=frozenset({'lift.scan.params_axis=None'}),
+        frozenset({'lift.scan', 'lift.scan.params_axis=None'}),
+        ('init_error_type_2', 'init_error_type_3'),
+    ),
+    KnownFinding(
+        'F10',
+        'a decode-cache attention Module adopted by two parents: Flax raises NameInUseError, '
+        'linen AutoregressiveCacheShapeError',
+        ('init', 'eval_shape', 'lazy_init'),
+        ('error-type', 'raises', 'error-message'),
+        frozenset({'layer.DecodeAttention'}),
+        ('init_error_type_4',),
+        any_of=frozenset({'adopt.compact', 'adopt.setup'}),
     ),
     KnownFinding(
         'D1',
