@@ -27,7 +27,13 @@ from linen.transforms import (
     _variables,
     _vmap,
 )
-from linen.transforms._module_lift import _check_returns, _mark, check_setup, lift
+from linen.transforms._module_lift import (
+    _check_returns,
+    _mark,
+    check_setup,
+    is_partial_module_class,
+    lift,
+)
 
 broadcast = _scan.broadcast
 
@@ -198,6 +204,19 @@ def jit(
         backend=backend,
         module_key=_module_key,
     )
+    if is_partial_module_class(target):
+        lifted = jit(
+            target.func,
+            variables,
+            rngs,
+            static_argnums,
+            static_argnames,
+            donate_argnums,
+            device,
+            backend,
+            methods,
+        )
+        return functools.partial(lifted, *target.args, **target.keywords)
     if isinstance(target, type):
         from linen.transforms._module_lift import Module
 

@@ -105,9 +105,13 @@ def extract_fields(module: Any, objects: list) -> dict:
             continue
 
         def take(x):
-            if isinstance(x, Variable) or (
-                isinstance(x, Module) and x.scope is not None and x.parent is not module
-            ):
+            if isinstance(x, Variable):
+                return _slot_for(x, objects)
+            if isinstance(x, Module) and x.scope is not None and x.parent is not module:
+                # Its own fields first, as Flax does (``C(B(A()))``: A is lifted too);
+                # `restore` rebinds them before it, and hands them to its clone.
+                if not any(o is x for o in objects):
+                    extract_fields(x, objects)
                 return _slot_for(x, objects)
             return x
 
@@ -139,7 +143,9 @@ def scopes_of(objects: list) -> tuple:
 
 def restore(args: tuple, kwargs: dict, objects: list, inner_scopes: tuple) -> tuple[tuple, dict]:
     """Put back each object, rebound to its inner scope."""
-    rebound = [_rebind(o, s) for o, s in zip(objects, inner_scopes)]
+    rebound: list = []
+    for o, s in zip(objects, inner_scopes):
+        rebound.append(_rebind(o, s, objects, rebound))
 
     def put(x):
         return rebound[x.index] if isinstance(x, Slot) else x
@@ -148,10 +154,29 @@ def restore(args: tuple, kwargs: dict, objects: list, inner_scopes: tuple) -> tu
     return jax.tree_util.tree_map(put, (args, kwargs), is_leaf=is_slot)
 
 
-def _rebind(obj: Any, inner_scope: Any) -> Any:
-    if isinstance(obj, Module):
-        return obj.clone(parent=inner_scope)
-    return Variable(inner_scope, obj.collection, obj.name, obj.unbox)
+def _rebind(obj: Any, inner_scope: Any, objects: list, rebound: list) -> Any:
+    """``obj`` bound to its inner scope; a Module's fields holding lifted objects (rebound
+    already: :func:`extract_fields` puts them first) get their inner counterparts."""
+    if isinstance(obj, Variable):
+        return Variable(inner_scope, obj.collection, obj.name, obj.unbox)
+    updates = {}
+    if rebound:
+        inner_of = {id(o): r for o, r in zip(objects, rebound)}
+
+        def swap(x):
+            return inner_of.get(id(x), x) if isinstance(x, (Module, Variable)) else x
+
+        for name in field_names(type(obj)):
+            value = obj.__dict__.get(name)
+            if isinstance(value, (Module, Variable, list, tuple, dict)):
+                new = jax.tree_util.tree_map(swap, value, is_leaf=_is_leaf)
+                if any(a is not b for a, b in zip(_leaves(value), _leaves(new))):
+                    updates[name] = new
+    return obj.clone(parent=inner_scope, **updates)
+
+
+def _leaves(tree: Any) -> list:
+    return jax.tree_util.tree_leaves(tree, is_leaf=_is_leaf)
 
 
 def cache_key(objects: list) -> tuple:

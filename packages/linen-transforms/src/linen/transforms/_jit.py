@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from linen.core import DenyList
@@ -186,13 +187,7 @@ def jit(
 
     def _call(base, payload, seen, templates, variables, keys, dynamic, kwargs):
         payload['index'] = {item: i for i, item in enumerate(seen)}
-        hashes = np.array(
-            [
-                path_hash(_stream_path(templates[slot][stream]) + items)
-                for stream, (slot, items) in seen
-            ],
-            dtype=np.uint32,
-        )
+        hashes = _path_hashes(seen, templates)
         static = _Static(base, payload)
         y, mutated = compiled(static, variables, keys, hashes, dynamic, kwargs)
         return y, mutated, static
@@ -280,10 +275,24 @@ def jit(
     return wrapper
 
 
-def _stream_path(stream: Any) -> tuple:
-    path = getattr(stream, 'path', None)
-    if path is not None:
-        return path
-    raise TransformArgumentError(
-        'nn.jit inside another nn.jit uses rng streams: not supported yet; remove the inner nn.jit.'
-    )
+def _path_hashes(seen: tuple, templates: list) -> Any:
+    """The hash of each (stream, (slot, items)) a trace needs, for the caller's streams.
+
+    Inside another ``nn.jit`` the caller's streams know their path only relative to
+    that jit's boundary: their hashes come from its table, as traced values.
+    """
+    streams = [templates[slot][stream] for stream, (slot, _) in seen]
+    if not any(isinstance(s, _TableRngStream) for s in streams):
+        return np.array(
+            [path_hash(s.path + items) for s, (_, (_, items)) in zip(streams, seen)],
+            dtype=np.uint32,
+        )
+    return jnp.asarray(
+        [
+            s.table.lookup(s.stream, (s.slot, s.rel + items))
+            if isinstance(s, _TableRngStream)
+            else path_hash(s.path + items)
+            for s, (_, (_, items)) in zip(streams, seen)
+        ],
+        dtype=jnp.uint32,
+    ).reshape(len(seen))

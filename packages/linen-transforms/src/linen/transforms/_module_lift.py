@@ -176,9 +176,21 @@ def lift(
     """
     if isinstance(target, type):
         return lift_class(transform_name, target, make_lifted, methods, multi_scope)
+    if is_partial_module_class(target):
+        lifted = lift_class(transform_name, target.func, make_lifted, methods, multi_scope)
+        return functools.partial(lifted, *target.args, **target.keywords)
     if callable(target):
         return lift_method(target, make_lifted, multi_scope)
     raise errors.TransformTargetError(target)
+
+
+def is_partial_module_class(target: Any) -> bool:
+    """``functools.partial(nn.Dense, 3)``: transformed as the class, arguments kept (as Flax)."""
+    return (
+        isinstance(target, functools.partial)
+        and isinstance(target.func, type)
+        and issubclass(target.func, Module)
+    )
 
 
 def lift_transform(
