@@ -111,3 +111,18 @@ def test_a_broken_linen_is_caught_and_shrunk(monkeypatch):
     small = shrink(program, ('init', 'values'), budget_s=120)
     assert simplicity(small) < simplicity(program)
     assert small.root == grammar.Leaf('Dense')
+
+
+def test_known_findings_name_features_the_generator_writes():
+    # A misspelt feature in known.py would make its finding match nothing, silently.
+    from integration_tests.fuzz.campaign import program_for
+    from integration_tests.fuzz.known import KNOWN
+
+    seen: set[str] = set()
+    for i in range(3000):
+        seen |= program_for('vocabulary', i).features()
+    for finding in KNOWN:
+        named = set(finding.features or ()) | set(finding.any_of)
+        assert named <= seen, f'{finding.id} names features never generated: {named - seen}'
+        if finding.any_of:
+            assert finding.any_of & seen
