@@ -40,14 +40,6 @@ _LIFTED_STAGES = ('apply', 'jit_apply', 'grad', 'method', 'bind')
 
 KNOWN: tuple[KnownFinding, ...] = (
     KnownFinding(
-        'F1',
-        'a Module class defined where its __module__ is not in sys.modules fails in linen',
-        ('define',),
-        ('raises',),
-        None,
-        ('define_module_not_in_sys_modules_1',),
-    ),
-    KnownFinding(
         'F3',
         'nn.map_variables(init=True) used in apply: Flax raises ScopeCollectionNotFound, '
         'linen runs',

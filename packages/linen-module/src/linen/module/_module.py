@@ -752,7 +752,10 @@ def _add_parent_and_name(cls: type) -> None:
         annotations = {}
         cls.__annotations__ = annotations
     annotations['parent'] = Any
-    annotations['name'] = 'str | None'
+    # An annotation object, not a string: `dataclasses` resolves a string through
+    # `sys.modules[cls.__module__]`, which code run by `exec` (generators, notebook
+    # tools) does not have.
+    annotations['name'] = str | None
     cls.parent = dataclasses.field(  # type: ignore[attr-defined]
         default=_UNSPECIFIED, kw_only=True, repr=False, compare=False, hash=False
     )
