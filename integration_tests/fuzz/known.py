@@ -94,6 +94,15 @@ KNOWN: tuple[KnownFinding, ...] = (
         any_of=frozenset({'adopt.compact', 'adopt.setup'}),
     ),
     KnownFinding(
+        'F11',
+        'nn.vmap of a Module whose dataclass field holds a submodule made in the parent: '
+        'linen leaks a tracer (UnexpectedTracerError), Flax initialises',
+        None,
+        ('raises',),
+        frozenset({'children.field', 'lift.vmap'}),
+        ('init_raises_2',),
+    ),
+    KnownFinding(
         'D1',
         'nn.jit keeps the parameters a key gives (docs/differences.md, "nn.jit keeps the '
         'parameters a key gives"); Flax changes them',
