@@ -49,14 +49,6 @@ KNOWN: tuple[KnownFinding, ...] = (
         ('apply_raises_1',),
     ),
     KnownFinding(
-        'F4',
-        'nn.SelfAttention: Flax warns DeprecationWarning, linen is silent',
-        ('init', 'eval_shape', 'lazy_init', 'apply', 'jit_apply', 'grad', 'method', 'bind'),
-        ('warnings',),
-        frozenset({'layer.SelfAttention'}),
-        ('init_warnings_1',),
-    ),
-    KnownFinding(
         'F5',
         'lazy_init raises LazyInitError when variables are created in an nn.cond branch '
         "chosen by an abstract input, where Flax returns the first branch's variables",

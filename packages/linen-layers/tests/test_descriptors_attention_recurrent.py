@@ -25,6 +25,11 @@ from linen.layers import (
 )
 from linen.layers._testing import CHECKS, LayerDescriptor, run_check
 
+# SelfAttention warns on every call, as Flax's does (Flax deprecates it).
+pytestmark = pytest.mark.filterwarnings(
+    'ignore:SelfAttention will be deprecated:DeprecationWarning'
+)
+
 
 def normal(*shapes):
     def make(key):

@@ -369,6 +369,13 @@ def combine_masks(*masks: Array | None, dtype: Dtype = jnp.float32) -> Array | N
 # ----------------------------------------------------------------------------- layers
 
 
+# Flax's sentence for passing ``inputs_kv`` with ``inputs_k``/``inputs_v``.
+_FLAX_KV_CONFLICT = (
+    'If either `inputs_k` or `inputs_v` is not None, `inputs_kv` must be None. If '
+    '`inputs_kv` is not None, both `inputs_k` and `inputs_v` must be None.'
+)
+
+
 class MultiHeadDotProductAttention(Module):
     """Multi-head dot-product attention.
 
@@ -471,9 +478,11 @@ class MultiHeadDotProductAttention(Module):
                 raise AttentionInputsConflictError(
                     _where(self),
                     'if either `inputs_k` or `inputs_v` is given, `inputs_kv` must be None',
+                    flax_text=_FLAX_KV_CONFLICT,
                 )
             warnings.warn(
-                'The inputs_kv arg is deprecated: pass inputs_k (and optionally inputs_v).',
+                'The inputs_kv arg will be deprecated soon. Use inputs_k and inputs_v '
+                f'instead. ({_where(self)}: pass inputs_k, and inputs_v when it differs.)',
                 DeprecationWarning,
                 stacklevel=2,
             )
@@ -482,11 +491,26 @@ class MultiHeadDotProductAttention(Module):
             if inputs_k is None:
                 if inputs_v is not None:
                     raise AttentionInputsConflictError(
-                        _where(self), '`inputs_k` cannot be None if `inputs_v` is given'
+                        _where(self),
+                        '`inputs_k` cannot be None if `inputs_v` is given',
+                        flax_text='`inputs_k` cannot be None if `inputs_v` is not None.',
                     )
                 inputs_k = inputs_q
             if inputs_v is None:
                 inputs_v = inputs_k
+            elif inputs_v.ndim >= 2 and inputs_v.shape[-1] == inputs_v.shape[-2]:
+                # Flax's guard for code written before `mask` became keyword-only: a
+                # square third argument is more likely a mask than values.
+                warnings.warn(
+                    f'You are passing an array of shape {inputs_v.shape} to the `inputs_v` '
+                    'arg, when you may have intended to pass it to the `mask` arg. As of '
+                    "Flax version 0.7.4, the function signature of MultiHeadDotProductAttention's "
+                    '`__call__` method has changed to `__call__(inputs_q, inputs_k=None, '
+                    'inputs_v=None, *, inputs_kv=None, mask=None, deterministic=None)`. Use the '
+                    f'kwarg `mask` instead. ({_where(self)}.)',
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
 
         features = self.out_features or inputs_q.shape[-1]
         qkv_features = self.qkv_features or inputs_q.shape[-1]
@@ -648,10 +672,18 @@ class MultiHeadAttention(MultiHeadDotProductAttention):
 class SelfAttention(MultiHeadDotProductAttention):
     """Self-attention: :class:`MultiHeadDotProductAttention` with ``inputs_k = inputs_q``.
 
+    Deprecated, as in Flax: every call warns ``DeprecationWarning``. Call
+    ``MultiHeadDotProductAttention`` with ``inputs_q`` alone for the same parameters
+    and outputs.
+
+    >>> import warnings
     >>> layer = SelfAttention(num_heads=2)
     >>> x = jnp.ones((1, 5, 4))
-    >>> layer.apply(layer.init(jax.random.key(0), x), x).shape
-    (1, 5, 4)
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter('always')
+    ...     y = layer.apply(layer.init(jax.random.key(0), x), x)
+    >>> y.shape, caught[0].category.__name__
+    ((1, 5, 4), 'DeprecationWarning')
     """
 
     @compact
@@ -664,6 +696,14 @@ class SelfAttention(MultiHeadDotProductAttention):
         sow_weights: bool = False,
     ):
         """Attends from ``inputs_q`` to itself; see the parent's ``__call__``."""
+        warnings.warn(
+            'SelfAttention will be deprecated soon. Use '
+            '`MultiHeadDotProductAttention.__call__(inputs_q)` instead. '
+            f'({_where(self)}: the same parameters and outputs come from '
+            'MultiHeadDotProductAttention called with inputs_q alone.)',
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return super().__call__(
             inputs_q,
             mask=mask,

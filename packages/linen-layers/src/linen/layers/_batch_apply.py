@@ -49,6 +49,7 @@ class BatchApply:
                 f'>= {num_dims} (num_dims) for at least one array argument',
                 (),
                 'Pass an array with the leading axes to merge, or lower num_dims.',
+                flax_text=f'BatchApply requires at least one input with ndim >= {num_dims}.',
             )
         batch_shape = tuple(leaves[0].shape[:num_dims])
         for x in leaves[1:]:

@@ -39,6 +39,7 @@ class Sequential(Module):
                 describe_layer(self),
                 'the layers list is empty',
                 'Give Sequential at least one layer.',
+                flax_text=f'Empty Sequential module {self.name}.',
             )
         outputs = self.layers[0](*args, **kwargs)
         for layer in self.layers[1:]:

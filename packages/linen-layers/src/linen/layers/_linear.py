@@ -357,6 +357,21 @@ def _dense_general_plan(layer: DenseGeneral, shape: tuple) -> tuple:
     )
 
 
+def _flax_einsum_text(einsum_str: str) -> str | None:
+    """Flax's sentence for a malformed equation (its checks, in its order)."""
+    if '->' not in einsum_str:
+        return '`einsum_str` equation must be explicit and include "->".'
+    if einsum_str.count(',') != 1:
+        return (
+            '`einsum_str` equation must have exactly two operands and therefore, exactly '
+            f'one comma character, instead of {einsum_str.count(",")}'
+        )
+    if einsum_str.count('->') > 1:
+        # Flax passes this on to jnp.einsum, whose parser says so.
+        return "Subscripts can only contain one '->'."
+    return None
+
+
 class Einsum(Module):
     """A linear map written as an einsum ``'<inputs>,<kernel>-><output>'``.
 
@@ -403,6 +418,7 @@ class Einsum(Module):
                 f'einsum_str {einsum_str!r} is not of the form "<inputs>,<kernel>-><output>"',
                 'Write exactly two operands and an explicit output, e.g. "bd,dk->bk" or '
                 '"...d,dk->...k"; "..." may appear at most once per term.',
+                flax_text=_flax_einsum_text(einsum_str),
             )
         written_lhs = lhs
         lhs, rhs, output = _expand_ellipses(lhs, rhs, output, inputs.ndim, len(self.shape))

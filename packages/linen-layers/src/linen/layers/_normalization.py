@@ -607,6 +607,8 @@ class InstanceNorm(Module):
                 _layer_where(self), 'feature_axes', self.feature_axes, x.shape,
                 'Axis 0 is the batch axis and cannot be a feature axis: give the input a '
                 'leading batch axis, or pass feature_axes that exclude 0.',
+                flax_text='The channel axes cannot include the leading dimension as this is '
+                'assumed to be the batch axis.',
             )  # fmt: skip
         reduction_axes = tuple(i for i in range(1, x.ndim) if i not in feature_axes)
         mean, var = _compute_stats(

@@ -34,6 +34,14 @@ __all__ = [
 ]
 
 
+def _lead(flax_text: str | None, message: str) -> str:
+    # Flax's sentence for the same case comes first, so that `match=` patterns and
+    # log searches written against Flax keep working; ours (where, how to fix) follows.
+    if not flax_text:
+        return message
+    return f'{flax_text} {message}' if flax_text.endswith('.') else f'{flax_text}. {message}'
+
+
 def describe_layer(module) -> str:
     """``'Conv at "/encoder/Conv_0"'`` for a bound module, ``'Conv'`` otherwise."""
     name = type(module).__name__
@@ -56,9 +64,9 @@ class LayerArgumentError(LinenError, ValueError):
     LayerArgumentError: ...
     """
 
-    def __init__(self, layer: str, problem: str, fix: str):
+    def __init__(self, layer: str, problem: str, fix: str, *, flax_text: str | None = None):
         self.layer = layer
-        super().__init__(f'{layer}: {problem}. {fix}')
+        super().__init__(_lead(flax_text, f'{layer}: {problem}. {fix}'))
 
 
 class LayerInputRankError(LinenError, ValueError):
@@ -70,11 +78,14 @@ class LayerInputRankError(LinenError, ValueError):
     LayerInputRankError: ...
     """
 
-    def __init__(self, layer: str, expected: str, shape, fix: str):
+    def __init__(self, layer: str, expected: str, shape, fix: str, *, flax_text: str | None = None):
         self.layer, self.shape = layer, tuple(shape)
         super().__init__(
-            f'{layer} expected an input of rank {expected}, got shape {self.shape} '
-            f'(rank {len(self.shape)}). {fix}'
+            _lead(
+                flax_text,
+                f'{layer} expected an input of rank {expected}, got shape {self.shape} '
+                f'(rank {len(self.shape)}). {fix}',
+            )
         )
 
 
@@ -157,10 +168,15 @@ class InvalidFeatureAxesError(LinenError, ValueError):
     InvalidFeatureAxesError: ...
     """
 
-    def __init__(self, layer: str, what: str, axes, shape, fix: str):
+    def __init__(
+        self, layer: str, what: str, axes, shape, fix: str, *, flax_text: str | None = None
+    ):
         super().__init__(
-            f'{layer}: {what} {axes!r} do not fit an input of shape {tuple(shape)} '
-            f'(rank {len(shape)}). {fix}'
+            _lead(
+                flax_text,
+                f'{layer}: {what} {axes!r} do not fit an input of shape {tuple(shape)} '
+                f'(rank {len(shape)}). {fix}',
+            )
         )
 
 
@@ -226,6 +242,7 @@ class SpectralNormNonMatrixError(LinenError, ValueError):
 
     def __init__(self, layer: str, name: str, shape):
         super().__init__(
+            f'Input is {len(shape)}D but error_on_non_matrix is True. '
             f'{layer}: parameter "{name}" has shape {tuple(shape)} (rank {len(shape)}), '
             'but error_on_non_matrix=True allows only rank <= 2. Pass '
             'error_on_non_matrix=False to normalize it reshaped to '
@@ -329,10 +346,13 @@ class AttentionInputsConflictError(LinenError, ValueError):
     AttentionInputsConflictError: ...
     """
 
-    def __init__(self, where: str, what: str):
+    def __init__(self, where: str, what: str, *, flax_text: str | None = None):
         super().__init__(
-            f'{where}: {what}. Pass `inputs_k` (and optionally `inputs_v`, which defaults '
-            'to `inputs_k`); `inputs_kv` is deprecated.'
+            _lead(
+                flax_text,
+                f'{where}: {what}. Pass `inputs_k` (and optionally `inputs_v`, which '
+                'defaults to `inputs_k`); `inputs_kv` is deprecated.',
+            )
         )
 
 

@@ -1,0 +1,127 @@
+"""Flax as the oracle for the texts of layer errors and deprecation warnings.
+
+Where Flax's own tests match a message (``assertRaisesRegex``/``assertWarnsRegex``),
+code and log searches written for Flax look for that sentence. linen's message must
+start with it, verbatim as Flax prints it here, and then say where and how to fix;
+the error stays linen's typed class, a subclass of the builtin Flax raises.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import linen.nn as linen_nn
+from linen.layers import errors as layer_errors
+
+pytestmark = pytest.mark.flax
+flax_nn = pytest.importorskip('flax.linen')
+
+KEY = jax.random.key(0)
+X3 = jnp.ones((2, 3, 4))
+
+
+def _einsum(eq):
+    return lambda nn: nn.Einsum((4, 5), eq).init(KEY, X3)
+
+
+# case -> (program, linen's class, how many of Flax's sentences must lead ours)
+ERRORS = {
+    'einsum_no_arrow': (_einsum('abc,cd'), layer_errors.LayerArgumentError, None),
+    'einsum_no_comma': (_einsum('abc->'), layer_errors.LayerArgumentError, None),
+    'einsum_two_commas': (_einsum('abc,cd,de->abe'), layer_errors.LayerArgumentError, None),
+    'einsum_two_arrows': (_einsum('abc,cd->abd->x'), layer_errors.LayerArgumentError, None),
+    'sequential_empty': (
+        lambda nn: nn.Sequential([]).init(KEY, X3),
+        layer_errors.LayerArgumentError,
+        None,
+    ),
+    'batch_apply_without_inputs': (
+        lambda nn: nn.BatchApply(lambda x: x)(jnp.ones(3)),
+        layer_errors.LayerInputRankError,
+        None,
+    ),
+    'instance_norm_batch_axis': (
+        lambda nn: nn.InstanceNorm(feature_axes=(0, -1)).init(KEY, X3),
+        layer_errors.InvalidFeatureAxesError,
+        None,
+    ),
+    'spectral_norm_3d': (
+        lambda nn: nn.SpectralNorm(nn.Conv(3, (2,)), error_on_non_matrix=True).init(
+            KEY, X3, update_stats=True
+        ),
+        layer_errors.SpectralNormNonMatrixError,
+        None,
+    ),
+    # Flax goes on with a recommendation and a link; ours with where and how.
+    'attention_kv_and_k': (
+        lambda nn: nn.MultiHeadDotProductAttention(2).init(KEY, X3, inputs_k=X3, inputs_kv=X3),
+        layer_errors.AttentionInputsConflictError,
+        2,
+    ),
+    'attention_v_without_k': (
+        lambda nn: nn.MultiHeadDotProductAttention(2).init(KEY, X3, inputs_v=X3),
+        layer_errors.AttentionInputsConflictError,
+        1,
+    ),
+}
+
+
+def _sentences(text: str, n: int | None) -> str:
+    if n is None:
+        return text
+    return '. '.join(text.split('. ')[:n]) + '.'
+
+
+def _raised(program, nn) -> BaseException:
+    with pytest.raises(Exception) as info:
+        program(nn)
+    return info.value
+
+
+@pytest.mark.parametrize('case', list(ERRORS))
+def test_layer_error_starts_with_flax_sentence(case):
+    program, linen_class, sentences = ERRORS[case]
+    theirs = _raised(program, flax_nn)
+    ours = _raised(program, linen_nn)
+    assert type(ours) is linen_class
+    assert isinstance(ours, type(theirs))
+    lead = _sentences(str(theirs), sentences)
+    assert str(ours).startswith(lead), (str(ours), lead)
+    assert len(str(ours)) > len(lead) + 20  # then where and how to fix
+
+
+WARNINGS = {
+    'inputs_kv': lambda nn: nn.MultiHeadDotProductAttention(2).init(KEY, X3, inputs_kv=X3),
+    'self_attention': lambda nn: nn.SelfAttention(2).init(KEY, X3),
+    'square_inputs_v_may_be_a_mask': lambda nn: nn.MultiHeadDotProductAttention(2).init(
+        KEY, jnp.ones((2, 4, 4)), jnp.ones((2, 4, 4)), jnp.ones((2, 4, 4))
+    ),
+}
+
+
+def _warned(program, nn) -> list[tuple[type, str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        program(nn)
+    return [(w.category, str(w.message)) for w in caught]
+
+
+@pytest.mark.parametrize('case', list(WARNINGS))
+def test_attention_deprecation_warning_starts_with_flax_sentence(case):
+    theirs = _warned(WARNINGS[case], flax_nn)
+    ours = _warned(WARNINGS[case], linen_nn)
+    assert [c for c, _ in ours] == [c for c, _ in theirs] == [DeprecationWarning]
+    # Flax's text up to its link; linen names the module instead.
+    lead = theirs[0][1].split(' See https://')[0]
+    assert ours[0][1].startswith(lead), (ours[0][1], lead)
+    if case == 'square_inputs_v_may_be_a_mask':
+        # The mask passed by keyword, as the warning asks: silent on both sides.
+        q = jnp.ones((2, 4, 4))
+        for nn in (flax_nn, linen_nn):
+            with warnings.catch_warnings():
+                warnings.simplefilter('error')
+                nn.MultiHeadDotProductAttention(2).init(KEY, q, q, mask=jnp.ones((2, 1, 4, 4)))
