@@ -19,8 +19,8 @@ from pathlib import Path
 import jax
 
 from integration_tests.fuzz.compare import Difference
-from integration_tests.fuzz.grammar import Program, draw_program
 from integration_tests.fuzz.known import known_finding
+from integration_tests.fuzz.program import Program, draw_program
 from integration_tests.fuzz.reproduce import existing_classes, write_reproducer
 from integration_tests.fuzz.runner import STAGE_NAMES, differences
 from integration_tests.fuzz.shrink import shrink

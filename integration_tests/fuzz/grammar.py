@@ -555,72 +555,6 @@ def draw_node(rng: random.Random, ctx: Ctx) -> Node:
     return Lifted.draw(rng, ctx)
 
 
-# ---------------------------------------------------------------------- programs
-
-
-@dataclass(frozen=True)
-class Program:
-    """A whole generated program: a root node and the rank of its input."""
-
-    root: Node
-    rank: int
-    seed: str = ''
-    method_by_name: bool = True  # apply(method='head'), else method=Class.head
-
-    def input_shape(self) -> tuple[int, ...]:
-        return (2,) * (self.rank - 1) + (FEATURE_DIM,)
-
-    def has_head(self) -> bool:
-        return isinstance(self.root, Container) and self.root.head and self.root.style == 'setup'
-
-    def features(self) -> set[str]:
-        return self.root.features() | {f'rank.{self.rank}'}
-
-    def size(self) -> int:
-        return self.root.size()
-
-    def source(self) -> str:
-        src = Source()
-        ctor = self.root.render(src)
-        header = [
-            f'# A generated Linen program (integration_tests/fuzz, {self.seed or "shrunk"}).',
-            'import jax',
-            'import jax.numpy as jnp',
-            FLAX_IMPORT,
-            '',
-            f'FEATURES = {FEATURE_DIM}',
-            f'INPUT_SHAPE = {self.input_shape()!r}',
-            f'HEAD = {self.has_head()!r}',
-            f'METHOD_BY_NAME = {self.method_by_name!r}',
-        ]
-        footer = ['def make_model():', f'    return {ctor.call()}']
-        return '\n\n'.join(['\n'.join(header), *src.classes, '\n'.join(footer)]) + '\n'
-
-    def shrinks(self) -> Iterator[Program]:
-        if not self.method_by_name:
-            yield replace(self, method_by_name=True)
-        if self.rank > self.root.min_rank():
-            yield replace(self, rank=self.rank - 1)
-        for node in self.root.shrinks():
-            if node.min_rank() <= self.rank:
-                yield replace(self, root=node)
-
-
-def draw_program(rng: random.Random, seed: str = '') -> Program:
-    rank = rng.choice([1, 2, 2, 3, 3])
-    ctx = Ctx(rank=rank)
-    head = rng.random() < 0.3
-    root = Container.draw(rng, ctx, head=head)
-    by_name = not head or rng.random() < 0.5
-    return Program(root, max(rank, root.min_rank()), seed, by_name)
-
-
-def node_types() -> tuple[type, ...]:
-    from integration_tests.fuzz.lifted import Lifted
-
-    return (Leaf, Custom, Container, ShareScope, Adopt, Lifted)
-
-
 __all__ = [
     'Adopt',
     'Child',
@@ -630,10 +564,7 @@ __all__ = [
     'Custom',
     'Leaf',
     'Node',
-    'Program',
     'ShareScope',
     'Source',
     'draw_node',
-    'draw_program',
-    'node_types',
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from integration_tests.fuzz.grammar import Program
+from integration_tests.fuzz.program import Program
 from integration_tests.fuzz.runner import differences
 
 

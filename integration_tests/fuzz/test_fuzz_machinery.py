@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from integration_tests.fuzz import grammar, runner
 from integration_tests.fuzz.compare import ErrorInfo, Outcome, canonical, compare_outcomes
+from integration_tests.fuzz.program import Program, draw_program
 from integration_tests.fuzz.shrink import shrink, simplicity
 
 
@@ -72,8 +73,8 @@ def test_errors_compare_by_class_family_and_first_sentence():
     ]
 
 
-def _program(rng_seed: str) -> grammar.Program:
-    return grammar.draw_program(random.Random(rng_seed), rng_seed)
+def _program(rng_seed: str) -> Program:
+    return draw_program(random.Random(rng_seed), rng_seed)
 
 
 def test_generated_programs_render_and_define_under_both_libraries():
@@ -99,7 +100,7 @@ def test_a_broken_linen_is_caught_and_shrunk(monkeypatch):
     monkeypatch.setattr(runner, 'library_source', broken)
     inner = grammar.Container('compact', (grammar.Child(grammar.Leaf('LayerNorm')),
                                           grammar.Child(grammar.Leaf('Dense'))))  # fmt: skip
-    program = grammar.Program(
+    program = Program(
         grammar.Container(
             'setup',
             (grammar.Child(inner, storage='list'), grammar.Child(grammar.Custom(('param', 'sow')))),
