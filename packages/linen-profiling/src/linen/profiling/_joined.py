@@ -170,8 +170,22 @@ class Report:
         return ReportDiff(rows=rows, columns=columns, before=self, after=other)
 
     def to_text(self, width: int | None = 120) -> str:
-        """The table: ``width`` columns at most (module names elided to fit), or, with
-        ``None``, full module paths and column names."""
+        """The report as a plain-text table, at most ``width`` characters wide.
+
+        The narrow table indents the module tree, shows three significant digits and
+        short column names with a legend, and elides module names that do not fit.
+
+        Args:
+          width: the widest line; ``None`` gives full module paths, column names and
+            figures, however wide.
+
+        >>> report = Report(rows={'Net': {'flops': 1234.0}}, columns=('flops',))
+        >>> print(report.to_text(width=None))
+        Profile per module
+        module |  flops
+        -------+-------
+        Net    | 1.23 k
+        """
         return _table('Profile per module', self.rows, self.columns, width)
 
     def __str__(self) -> str:
@@ -191,7 +205,7 @@ class ReportDiff:
     after: Report
 
     def to_text(self, width: int | None = 120) -> str:
-        """As :meth:`Report.to_text`."""
+        """The change as a plain-text table; ``width`` as for ``Report.to_text``."""
         return _table('Change per module (after - before)', self.rows, self.columns, width)
 
     def __str__(self) -> str:
