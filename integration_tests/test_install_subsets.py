@@ -200,3 +200,33 @@ def test_checkout_core_then_hint_then_every_folder(tools, tmp_path):
 
     _run_documented(tools, python, FROM_CHECKOUT, ROOT)
     assert _check(tools, python, tmp_path)['installed'] == DISTRIBUTIONS
+
+
+@pytest.mark.parametrize(
+    ('origin', 'expected'),
+    [
+        # This checkout, editable: the folder, with -e (its siblings are installed here).
+        ((ROOT / 'packages' / 'linen-core', True), f'pip install -e {ROOT}/packages/linen-layers'),
+        ((ROOT / 'packages' / 'linen-core', False), f'pip install {ROOT}/packages/linen-layers'),
+        (
+            (Path('/wheels/linen_core-0.1.0-py3-none-any.whl'), False),
+            'pip install --find-links /wheels "linen-core[layers]"',
+        ),
+        # A folder that is no checkout any more: the extra, as from an index.
+        ((Path('/gone/packages/linen-core'), False), 'pip install "linen-core[layers]"'),
+    ],
+)
+def test_install_command_per_origin(monkeypatch, origin, expected):
+    from linen.nn import _hints
+
+    monkeypatch.setattr(_hints, '_origin_of_core', lambda: origin)
+    assert _hints.install_command('linen-layers') == expected
+
+
+def test_install_command_without_a_record_names_the_index_and_find_links(monkeypatch):
+    from linen.nn import _hints
+
+    monkeypatch.setattr(_hints, '_origin_of_core', lambda: None)
+    command = _hints.install_command('linen-profiling')
+    assert command.startswith('pip install "linen-core[profiling]" (from built wheels: add')
+    assert '--find-links' in command
