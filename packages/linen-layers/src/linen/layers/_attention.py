@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from linen.layers._dtypes import canonicalize_dtype, promote_dtype
 from linen.layers._explicit import (
     contraction_out_sharding,
     explicit_mesh,
@@ -27,7 +28,6 @@ from linen.layers._explicit import (
 )
 from linen.layers._linear import DenseGeneral
 from linen.layers._normalization import LayerNorm
-from linen.layers.dtypes import canonicalize_dtype, promote_dtype
 from linen.layers.errors import AttentionInputsConflictError as AttentionInputsConflictError
 from linen.layers.errors import AttentionInputShapeError as AttentionInputShapeError
 from linen.layers.errors import AttentionMaskShapeError as AttentionMaskShapeError

@@ -16,6 +16,7 @@ import numpy as np
 from jax import lax
 
 from linen.layers import initializers
+from linen.layers._dtypes import promote_dtype
 from linen.layers._explicit import (
     conv_out_sharding,
     explicit_mesh,
@@ -23,7 +24,6 @@ from linen.layers._explicit import (
     replicate_for_conv,
 )
 from linen.layers._linear import Array, Dtype, _add_bias, default_kernel_init
-from linen.layers.dtypes import promote_dtype
 from linen.layers.errors import (
     LayerArgumentError,
     LayerInputRankError,

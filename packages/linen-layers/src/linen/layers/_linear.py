@@ -21,6 +21,7 @@ from jax import lax
 
 from linen.core.meta import Partitioned
 from linen.layers import initializers
+from linen.layers._dtypes import promote_dtype
 from linen.layers._explicit import (
     _Tracer,
     contraction_out_sharding,
@@ -30,7 +31,6 @@ from linen.layers._explicit import (
     inferable_dot_general_operands,
     match_trailing,
 )
-from linen.layers.dtypes import promote_dtype
 from linen.layers.errors import (
     LayerArgumentError,
     LayerInputDtypeError,

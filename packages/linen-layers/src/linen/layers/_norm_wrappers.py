@@ -17,6 +17,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from linen.layers import initializers
+from linen.layers._dtypes import canonicalize_dtype
 from linen.layers._normalization import (
     Array,
     Axes,
@@ -26,7 +27,6 @@ from linen.layers._normalization import (
     _canonicalize_axes,
     _layer_where,
 )
-from linen.layers.dtypes import canonicalize_dtype
 from linen.module import Module, compact
 
 __all__ = [

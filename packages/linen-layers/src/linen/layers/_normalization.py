@@ -24,7 +24,7 @@ import numpy as np
 from jax import lax
 
 from linen.layers import initializers
-from linen.layers.dtypes import canonicalize_dtype
+from linen.layers._dtypes import canonicalize_dtype
 from linen.layers.errors import InvalidFeatureAxesError as InvalidFeatureAxesError
 from linen.layers.errors import InvalidGroupsError as InvalidGroupsError
 from linen.layers.errors import InvalidMaskShapeError as InvalidMaskShapeError

@@ -15,8 +15,8 @@ import jax
 import jax.numpy as jnp
 
 from linen.layers._conv import Conv
+from linen.layers._dtypes import promote_dtype
 from linen.layers._linear import Dense, _with_rank
-from linen.layers.dtypes import promote_dtype
 from linen.layers.errors import RNNCarryShapeError as RNNCarryShapeError
 from linen.layers.errors import RNNInputShapeError as RNNInputShapeError
 from linen.module import Module, compact, nowrap

@@ -7,9 +7,6 @@ activation with a learned parameter.
 
 from __future__ import annotations
 
-from typing import Any
-
-import jax.numpy as jnp
 from jax.nn import celu as celu
 from jax.nn import elu as elu
 from jax.nn import gelu as gelu
@@ -35,41 +32,11 @@ from jax.nn import standardize as standardize
 from jax.nn import swish as swish
 from jax.numpy import tanh as tanh
 
-from linen.layers import initializers
+from linen.layers._activation import PReLU as PReLU
 from linen.layers._exports import NAMES
-from linen.module import Module, compact
 
 # The public names are listed once, in the package's name table.
 __all__ = list(NAMES.defined_in('.activation'))
 
 # `jax.nn.normalize` was the old name of `standardize`; Flax still exports it.
 normalize = standardize
-
-
-class PReLU(Module):
-    """Parametric ReLU: ``x`` where ``x >= 0``, else ``negative_slope * x``.
-
-    ``negative_slope`` is a learned scalar parameter.
-
-    Attributes:
-      param_dtype: dtype of the ``negative_slope`` parameter.
-      negative_slope_init: its initial value.
-
-    >>> import jax, jax.numpy as jnp
-    >>> layer = PReLU()
-    >>> variables = layer.init(jax.random.key(0), jnp.ones(3))
-    >>> variables['params']['negative_slope']
-    Array(0.01, dtype=float32)
-    >>> layer.apply(variables, jnp.array([-2.0, 3.0]))
-    Array([-0.02,  3.  ], dtype=float32)
-    """
-
-    param_dtype: Any = jnp.float32
-    negative_slope_init: float = 0.01
-
-    @compact
-    def __call__(self, inputs):
-        negative_slope = self.param(
-            'negative_slope', initializers.constant(self.negative_slope_init), (), self.param_dtype
-        )
-        return jnp.where(inputs >= 0, inputs, jnp.asarray(negative_slope, inputs.dtype) * inputs)

@@ -15,7 +15,7 @@ from linen.layers._attention import dot_product_attention as dot_product_attenti
 from linen.layers._attention import dot_product_attention_weights as dot_product_attention_weights
 from linen.layers._attention import make_attention_mask as make_attention_mask
 from linen.layers._attention import make_causal_mask as make_causal_mask
-from linen.layers.dtypes import promote_dtype as promote_dtype
+from linen.layers._dtypes import promote_dtype as promote_dtype
 
 __all__ = [
     'MultiHeadAttention',

@@ -33,6 +33,9 @@ from jax.nn.initializers import xavier_normal as xavier_normal
 from jax.nn.initializers import xavier_uniform as xavier_uniform
 from jax.nn.initializers import zeros as zeros
 
+from linen.layers._initializers import ones_init as ones_init
+from linen.layers._initializers import zeros_init as zeros_init
+
 __all__ = [
     'Initializer',
     'constant',
@@ -57,24 +60,3 @@ __all__ = [
     'zeros',
     'zeros_init',
 ]
-
-
-def zeros_init() -> Initializer:
-    """Returns an initializer that gives an array of zeros.
-
-    >>> import jax, jax.numpy as jnp
-    >>> zeros_init()(jax.random.key(0), (2, 3), jnp.float32)
-    Array([[0., 0., 0.],
-           [0., 0., 0.]], dtype=float32)
-    """
-    return zeros
-
-
-def ones_init() -> Initializer:
-    """Returns an initializer that gives an array of ones.
-
-    >>> import jax, jax.numpy as jnp
-    >>> ones_init()(jax.random.key(0), (2,), jnp.float32)
-    Array([1., 1.], dtype=float32)
-    """
-    return ones

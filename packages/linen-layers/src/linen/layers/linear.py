@@ -12,6 +12,7 @@ from linen.layers._conv import ConvLocal as ConvLocal
 from linen.layers._conv import ConvTranspose as ConvTranspose
 from linen.layers._conv import PaddingLike as PaddingLike
 from linen.layers._conv import canonicalize_padding as canonicalize_padding
+from linen.layers._dtypes import promote_dtype as promote_dtype
 from linen.layers._linear import Array as Array
 from linen.layers._linear import Dense as Dense
 from linen.layers._linear import DenseGeneral as DenseGeneral
@@ -20,7 +21,6 @@ from linen.layers._linear import Einsum as Einsum
 from linen.layers._linear import Embed as Embed
 from linen.layers._linear import default_embed_init as default_embed_init
 from linen.layers._linear import default_kernel_init as default_kernel_init
-from linen.layers.dtypes import promote_dtype as promote_dtype
 
 __all__ = [
     'Array',

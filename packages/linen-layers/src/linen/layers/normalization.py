@@ -6,6 +6,7 @@ in the private modules named below.
 
 from __future__ import annotations
 
+from linen.layers._dtypes import canonicalize_dtype as canonicalize_dtype
 from linen.layers._norm_wrappers import SpectralNorm as SpectralNorm
 from linen.layers._norm_wrappers import WeightNorm as WeightNorm
 from linen.layers._normalization import BatchNorm as BatchNorm
@@ -13,7 +14,6 @@ from linen.layers._normalization import GroupNorm as GroupNorm
 from linen.layers._normalization import InstanceNorm as InstanceNorm
 from linen.layers._normalization import LayerNorm as LayerNorm
 from linen.layers._normalization import RMSNorm as RMSNorm
-from linen.layers.dtypes import canonicalize_dtype as canonicalize_dtype
 
 __all__ = [
     'BatchNorm',
