@@ -7,6 +7,7 @@ The public path Flax code imports through (``nn.fp8_ops.qdq``); the implementati
 
 from __future__ import annotations
 
+from linen.layers import _fp8, _fp8_ops
 from linen.layers._fp8 import Fp8DirectDotGeneralOp as Fp8DirectDotGeneralOp
 from linen.layers._fp8 import Fp8DotGeneral as Fp8DotGeneral
 from linen.layers._fp8 import Fp8DotGeneralBase as Fp8DotGeneralBase
@@ -43,40 +44,5 @@ from linen.layers._fp8_ops import quantized_dot_bwd as quantized_dot_bwd
 from linen.layers._fp8_ops import quantized_dot_fwd as quantized_dot_fwd
 from linen.layers._fp8_ops import update_fp8_meta as update_fp8_meta
 
-__all__ = [
-    'Fp8DirectDotGeneralOp',
-    'Fp8DotGeneral',
-    'Fp8DotGeneralBase',
-    'Fp8DotGeneralOp',
-    'Fp8Einsum',
-    'NANOOFp8DotGeneralOp',
-    'OVERWRITE_WITH_GRADIENT',
-    'compute_amax_history',
-    'compute_scale',
-    'dequantize',
-    'dot_general_transpose_lhs',
-    'dot_general_transpose_rhs',
-    'dot_general_with_precision',
-    'dot_general_with_precision_jvp',
-    'fp8_scaled_dot_general',
-    'get_fp8_max',
-    'in_q',
-    'in_q_bwd',
-    'in_q_fwd',
-    'in_qdq',
-    'in_qdq_bwd',
-    'in_qdq_fwd',
-    'out_dq',
-    'out_dq_bwd',
-    'out_dq_fwd',
-    'out_qdq',
-    'out_qdq_bwd',
-    'out_qdq_fwd',
-    'qdq',
-    'quantize',
-    'quantize_dequantize_update',
-    'quantized_dot',
-    'quantized_dot_bwd',
-    'quantized_dot_fwd',
-    'update_fp8_meta',
-]
+# Everything the two private modules make public, listed there once.
+__all__ = sorted([*_fp8.__all__, *_fp8_ops.__all__])
