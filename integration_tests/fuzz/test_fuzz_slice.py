@@ -21,7 +21,7 @@ from integration_tests.fuzz.known import known_finding
 from integration_tests.fuzz.runner import differences
 
 SLICE_SEED = 'ci'
-SLICE_PROGRAMS = 160
+SLICE_PROGRAMS = 100
 CHUNK = 20
 
 
