@@ -1,7 +1,8 @@
 """Every developer and CI task of the linen workspace is a nox session.
 
     python3 -m nox -s demo         train a CNN on scikit-learn's digits end to end (examples/demo.py)
-    python3 -m nox -s docs         build the MkDocs site into site/ (warnings are errors)
+    python3 -m nox -s docs         build the Sphinx site into site/ (warnings are errors),
+                                   then open every page in headless Chromium
     python3 -m nox -s tests        the whole suite on the oldest supported JAX (pinned,
                                    Python 3.11) and on the newest (Python 3.12); one end:
                                    -s "tests-3.11(cpu)"; the CUDA variants skip without
@@ -79,22 +80,28 @@ TEST_DEPS = [
     # integration_tests/test_demo.py runs examples/demo.py (examples/requirements.txt).
     'scikit-learn',
     'rich',
-    # docs/test_site_hooks.py builds a tiny site with the hook that draws the pages'
-    # pictures (plain mkdocs and its built-in theme; the site's theme is not needed).
-    'mkdocs>=1.6',
+    # docs/test_site_hooks.py builds a tiny site with the extension that draws the
+    # pages' pictures (Sphinx and MyST; the site's theme is not needed).
+    'sphinx>=8.2',
+    'myst-parser>=4',
 ]
 
 # What the examples import beyond the workspace, listed once in examples/requirements.txt
 # (examples/demo.py reads the same file to name what is missing).
 DEMO_REQUIREMENTS = ROOT / 'examples' / 'requirements.txt'
 
-# The site build: MkDocs Material, the API reference from the docstrings, and what
-# the pages whose pictures are drawn at build time import (docs/_site_hooks.py runs
-# them: getting-started.md and profiling.md).
+# The site build: Sphinx with the Furo theme, MyST for the Markdown pages, MathML for
+# math (no script, no network), and what the pages whose pictures are drawn at build
+# time import (docs/_site_hooks.py runs them: getting-started.md and profiling.md).
+# Then docs/test_browser.py opens every page in Debian's Chromium through Playwright
+# (the Python package only: its browser download is never used).
 DOCS_DEPS = [
-    'mkdocs>=1.6',
-    'mkdocs-material',
-    'mkdocstrings[python]',
+    'sphinx>=8.2',
+    'furo>=2024.8.6',
+    'myst-parser>=4',
+    'latex2mathml>=3.77',
+    'playwright>=1.49',
+    'pytest',
     'optax',
     'matplotlib',
     'rich',
@@ -257,19 +264,45 @@ def demo(session: nox.Session) -> None:
 
 @nox.session
 def docs(session: nox.Session) -> None:
-    """The MkDocs Material site into site/, warnings as errors (``mkdocs build --strict``).
+    """The Sphinx site into site/, warnings as errors; then every page checked in Chromium.
 
-    The API reference pages are regenerated from the public surfaces first. Every
-    executable code block runs in ``nox -s tests`` (docs/test_docs.py); the build
-    runs again the pages that show pictures, which their code draws
-    (docs/_site_hooks.py), so the site's pictures are never stale or committed.
+    The API pages (one per public name) and the pages' pictures are written at
+    build time (docs/_site_hooks.py), so neither is ever stale or committed. Every
+    executable code block runs in ``nox -s tests`` (docs/test_docs.py). Then
+    docs/test_browser.py opens every built page in headless Chromium, installed
+    from Debian here when missing (``LINEN_CHROMIUM`` names another binary).
+    ``nox -s docs -- -j 2`` passes options to sphinx-build.
     """
     session.install(*_editable_args(), 'jax', *DOCS_DEPS)
-    session.run('python', 'docs/gen_api.py')
-    # `python -m` puts the repository root on sys.path for the docs._doctest_fence extension.
+    site = ROOT / 'site'
+    # Doctrees outside site/, so the published folder holds only the site; -E reads
+    # every source afresh (Sphinx does not notice a changed docstring or extension).
+    doctrees = ROOT / '.nox' / '_docs_doctrees'
     session.run(
-        'python', '-m', 'mkdocs', 'build', '--strict', '--site-dir', 'site', *session.posargs
+        'python', '-m', 'sphinx', '-W', '--keep-going', '-E', '-b', 'html', '-d', str(doctrees),
+        *session.posargs, 'docs', str(site),
+    )  # fmt: skip
+    session.run(
+        'python', '-m', 'pytest', 'docs/test_browser.py', '-q', '-p', 'no:cacheprovider',
+        env={'LINEN_DOCS_SITE': str(site), 'LINEN_CHROMIUM': _chromium(session)},
+    )  # fmt: skip
+
+
+def _chromium(session: nox.Session) -> str:
+    """Debian's Chromium, installed with apt-get when it is missing (CI runs as root)."""
+    found = os.environ.get('LINEN_CHROMIUM') or shutil.which('chromium')
+    if found:
+        return found
+    if shutil.which('apt-get') is None or os.geteuid() != 0:
+        session.error(
+            'docs/test_browser.py needs Chromium: install it (Debian: apt-get install '
+            'chromium) or name the binary in LINEN_CHROMIUM'
+        )
+    session.run('apt-get', 'update', '-q', external=True)
+    session.run(
+        'apt-get', 'install', '-y', '-q', '--no-install-recommends', 'chromium', external=True
     )
+    return shutil.which('chromium') or session.error('apt-get installed no chromium binary')
 
 
 @nox.session

@@ -38,6 +38,9 @@ _FENCE = re.compile(
     re.MULTILINE | re.DOTALL,
 )
 _RUNNABLE = {'python', 'py', 'python3'}
+# Folders of docs/ that hold no guide pages: the generated API reference, the
+# included changelogs, the pictures and the theme's files.
+NOT_GUIDES = {'api', 'project', 'assets', '_static', '_build'}
 # A Markdown link or image whose target is under assets/generated/ (a title may follow).
 _GENERATED_LINK = re.compile(r'\]\(\s*' + re.escape(GENERATED) + r'/(?P<target>[^)\s]+)')
 
@@ -57,6 +60,16 @@ class CodeBlock:
 
 class GeneratedFileError(RuntimeError):
     """A page links a generated file that its code did not write (or wrote empty)."""
+
+
+def guide_pages(docs: Path) -> list[Path]:
+    """Every Markdown page a reader follows: ``docs/*.md`` and subfolders (``guides/``)."""
+    return sorted(
+        page
+        for page in docs.rglob('*.md')
+        if page.relative_to(docs).parts[0] not in NOT_GUIDES
+        and not any(part.startswith(('.', '_')) for part in page.relative_to(docs).parts)
+    )
 
 
 def code_blocks(text: str) -> list[CodeBlock]:

@@ -1,4 +1,4 @@
-"""Executes the user guide: every ```python block of every ``docs/*.md`` file.
+"""Executes the user guide: every ```python block of every page (``docs/*.md``, ``docs/guides/``).
 
 The blocks of one file run in order in one namespace, as a reader would type
 them into one session. A block whose info string is ``python no-run`` is shown
@@ -15,8 +15,6 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parent
-# The guides under docs/guides/ run too (their own folder keeps the site's nav tidy).
-PAGES = sorted(DOCS.glob('*.md')) + sorted(DOCS.glob('guides/*.md'))
 
 
 def _load_pages():
@@ -38,6 +36,8 @@ run_page = _pages.run_page
 generated_links = _pages.generated_links
 collect_generated = _pages.collect_generated
 build_generated = _pages.build_generated
+# Every guide page, wherever under docs/ it lies (a new page is picked up by itself).
+PAGES = _pages.guide_pages(DOCS)
 
 
 @pytest.mark.parametrize('page', PAGES, ids=[p.relative_to(DOCS).as_posix() for p in PAGES])
@@ -48,6 +48,16 @@ def test_page_runs(page: Path, doc_sandbox) -> None:
     for uri, content in collect_generated(page, doc_sandbox).items():
         if uri.endswith('.png'):
             assert content.startswith(b'\x89PNG\r\n\x1a\n'), uri
+
+
+def test_pages_in_subfolders_are_run(tmp_path) -> None:
+    (tmp_path / 'guides').mkdir()
+    for page in ('index.md', 'guides/rnn.md', 'api/index.md', 'project/log.md'):
+        (tmp_path / page).parent.mkdir(exist_ok=True)
+        (tmp_path / page).write_text('# x\n', encoding='utf-8')
+    found = [p.relative_to(tmp_path).as_posix() for p in _pages.guide_pages(tmp_path)]
+    assert found == ['guides/rnn.md', 'index.md']
+    assert 'index.md' in [p.name for p in PAGES]
 
 
 def test_every_page_has_code() -> None:

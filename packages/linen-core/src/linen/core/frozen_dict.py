@@ -120,12 +120,15 @@ class FrozenDict(Mapping):
         return FrozenDict, (self.unfreeze(),)
 
     def keys(self) -> FrozenKeysView:
+        """A view of the keys (printed as ``frozen_dict_keys([...])``, as in Flax)."""
         return FrozenKeysView(self)
 
     def values(self) -> FrozenValuesView:
+        """A view of the values (printed as ``frozen_dict_values([...])``, as in Flax)."""
         return FrozenValuesView(self)
 
     def items(self) -> FrozenItemsView:
+        """A view of the ``(key, value)`` pairs (printed as ``frozen_dict_items([...])``)."""
         return FrozenItemsView(self)
 
     def copy(self, add_or_replace: Mapping[str, Any] | None = None) -> FrozenDict:

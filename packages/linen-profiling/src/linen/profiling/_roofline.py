@@ -35,6 +35,8 @@ DEVICE_PEAKS: dict[str, tuple[float, float]] = {
 
 @dataclass(frozen=True)
 class RooflineRow:
+    """One module's achieved rates, its roofline time and the time lost against it."""
+
     path: str
     seconds: float
     flops: float
@@ -51,6 +53,8 @@ class RooflineRow:
 
 @dataclass(frozen=True)
 class Roofline:
+    """What :func:`roofline` returns: one row per module, ranked by time lost; ``r[path]``."""
+
     rows: tuple[RooflineRow, ...]  # ranked by lost_seconds, largest first
     peak_flops_per_second: float
     peak_bytes_per_second: float
