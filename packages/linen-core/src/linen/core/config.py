@@ -110,6 +110,13 @@ _FLAGS = {
             "JAX's private traceback API).",
         ),
         Flag(
+            'linen_reuse_traces',
+            'LINEN_REUSE_TRACES',
+            False,
+            'Trace a repeated submodule call (same class, attributes, shapes) once per trace '
+            'and reuse its program; its Python side effects then run once per distinct program.',
+        ),
+        Flag(
             'linen_max_repr_depth',
             'LINEN_MAX_REPR_DEPTH',
             None,

@@ -27,3 +27,4 @@ from linen.transforms._api import while_loop as while_loop
 from linen.transforms._axis_markers import In as In
 from linen.transforms._axis_markers import Out as Out
 from linen.transforms._module_lift import lift_transform as lift_transform
+from linen.transforms._reuse import linen_reuse_traces as linen_reuse_traces

@@ -38,6 +38,8 @@ NAMES = NameTable(
         # Flax has these in flax.core.lift and flax.linen.transforms, not in flax.linen.
         '._axis_markers': ('In', 'Out'),
         '._module_lift': ('lift_transform',),
+        # linen's own (Flax has no trace reuse)
+        '._reuse': ('linen_reuse_traces',),
     },
     submodules=('lift',),
 )
