@@ -15,6 +15,7 @@ import jax
 
 from benchmarks import _measures as m
 from benchmarks import _overhead
+from benchmarks import _reuse_rows as _reuse
 from benchmarks._bench import build
 from benchmarks._peers import PEER_NAMES, PEERS
 from benchmarks._report import environment, write
@@ -76,6 +77,7 @@ GROUPS = (
     'hlo',
     'train',
     'compile',
+    'reuse',
     'overhead',
 )
 
@@ -151,6 +153,9 @@ def run(
     if 'compile' in only:
         step('compile, scanned vs unrolled')
         rows += _compile_rows(bench, plan, res)
+    if 'reuse' in only:
+        step('trace reuse of repeated blocks')
+        rows += _reuse_rows(bench, plan, tf, res)
     if 'overhead' in only and 'linen' in bench.impls:
         step('where linen spends the time pure JAX does not')
         text = _overhead.report(bench, plan.fast_reps, plan.profile_runs, log=log)
@@ -252,6 +257,49 @@ def _compile_rows(bench, plan, res):
         'XLA compiles in the first (and each later) apply of 10 `nn.jit` instances of one class, labels on',
     )
     return [scan, unrolled, m.unrolled_over_scanned(bench, scan, unrolled), jit]
+
+
+def _reuse_rows(bench, plan, tf, res):
+    r = _reuse
+    unrolled = f'{res} unrolled'
+    models = (('transformer', tf), ('unrolled', unrolled))
+    on = '(linen: reuse off; on)'
+    rows = []
+    for model, label in models:
+        target = '≤ ×0.5 with reuse on' if model == 'transformer' else '—'
+        rows.append(r.measure_trace(bench, model, f'trace {on}, {label}', target, plan.fast_reps))
+    for model, label in models:
+        target = '≤ ×0.4 with reuse on' if model == 'unrolled' else '—'
+        rows.append(
+            r.measure_trace_lower(bench, model, f'trace + lower {on}, {label}', target, plan.reps)
+        )
+    for model, label in models:
+        rows.append(
+            r.measure_lower_compile(
+                bench, model, f'lower + compile {on}, {label}', '—', plan.compile_reps
+            )
+        )
+    rows.append(
+        r.measure_train_trace(
+            bench,
+            'transformer',
+            f'trace of a train step (grad + Adam) {on}, {tf}',
+            '≤ ×0.6 with reuse on',
+            plan.reps,
+        )
+    )
+    rows.append(
+        r.measure_train_first(
+            bench,
+            'transformer',
+            f'trace + lower + compile of a train step {on}, {tf}',
+            '≤ ×1.00 with reuse on',
+            plan.compile_reps,
+        )
+    )
+    for model, label in models:
+        rows.append(r.measure_hlo(bench, model, f'optimized HLO vs pure JAX {on}, {label}'))
+    return rows
 
 
 def _finish(out, rows, selected, bench, smoke, plan, sizes, start, step, log):
