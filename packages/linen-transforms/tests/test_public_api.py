@@ -14,9 +14,11 @@ from linen.transforms import errors as transform_errors
 
 # The lift-level names Flax keeps out of flax.linen (flax.core.lift, flax.linen.transforms).
 LIFT_LEVEL = ('In', 'Out', 'lift_transform')
+# linen's own, not Flax's: reached as linen.transforms.<name> only.
+LINEN_ONLY = ('linen_reuse_traces',)
 # The lifted transforms: every public name but the version, the ``lift`` module and those.
 FLAX_LINEN_TRANSFORMS = [
-    n for n in transforms.__all__ if n not in ('__version__', 'lift', *LIFT_LEVEL)
+    n for n in transforms.__all__ if n not in ('__version__', 'lift', *LIFT_LEVEL, *LINEN_ONLY)
 ]
 
 
