@@ -56,6 +56,52 @@ ERRORS = {
         layer_errors.SpectralNormNonMatrixError,
         None,
     ),
+    'embed_float_ids': (
+        lambda nn: nn.Embed(10, 4).init(KEY, jnp.ones((2,))),
+        layer_errors.LayerInputDtypeError,
+        None,
+    ),
+    'conv_causal_2d': (
+        lambda nn: nn.Conv(4, (3, 3), padding='CAUSAL').init(KEY, jnp.ones((1, 8, 8, 3))),
+        layer_errors.LayerPaddingError,
+        None,
+    ),
+    'conv_mask_shape': (
+        lambda nn: nn.Conv(4, (3,), mask=jnp.ones((2, 3, 4))).init(KEY, jnp.ones((1, 8, 3))),
+        layer_errors.LayerMaskShapeError,
+        None,
+    ),
+    'group_norm_groups': (
+        lambda nn: nn.GroupNorm(num_groups=4).init(KEY, jnp.ones((2, 6))),
+        layer_errors.InvalidGroupsError,
+        None,
+    ),
+    'group_norm_group_size': (
+        lambda nn: nn.GroupNorm(num_groups=None, group_size=4).init(KEY, jnp.ones((2, 6))),
+        layer_errors.InvalidGroupsError,
+        None,
+    ),
+    'group_norm_both': (
+        lambda nn: nn.GroupNorm(num_groups=2, group_size=3).init(KEY, jnp.ones((2, 6))),
+        layer_errors.InvalidGroupsError,
+        None,
+    ),
+    'batch_norm_use_running_average': (
+        lambda nn: nn.BatchNorm().init(KEY, jnp.ones((2, 3))),
+        layer_errors.MissingUseRunningAverageError,
+        None,
+    ),
+    'dense_general_batch_dims': (
+        lambda nn: nn.DenseGeneral(3, axis=0, batch_dims=(1,)).init(KEY, X3),
+        layer_errors.LayerArgumentError,
+        None,
+    ),
+    # Flax asserts: ours is an AssertionError too (and a ValueError).
+    'attention_heads_divide_features': (
+        lambda nn: nn.MultiHeadDotProductAttention(3).init(KEY, jnp.ones((1, 2, 4))),
+        layer_errors.QkvFeaturesNotDivisibleError,
+        None,
+    ),
     # Flax goes on with a recommendation and a link; ours with where and how.
     'attention_kv_and_k': (
         lambda nn: nn.MultiHeadDotProductAttention(2).init(KEY, X3, inputs_k=X3, inputs_kv=X3),

@@ -198,7 +198,10 @@ class _ConvBase(Module):
         elif padding == 'CAUSAL':
             if n != 1:
                 raise LayerPaddingError(
-                    describe_layer(self), 'CAUSAL', f'only 1-D convolutions, got {n}-D'
+                    describe_layer(self),
+                    'CAUSAL',
+                    f'only 1-D convolutions, got {n}-D',
+                    flax_text='Causal padding is only implemented for 1D convolutions.',
                 )
             left = kernel_dilation[0] * (kernel_size[0] - 1)
             inputs = jnp.pad(inputs, [(0, 0), (left, 0), (0, 0)])

@@ -350,6 +350,8 @@ def _dense_general_plan(layer: DenseGeneral, shape: tuple) -> tuple:
             describe_layer(layer),
             f'batch_dims={layer.batch_dims} are not the leading axes 0..{n_batch - 1}',
             'Move the batch axes to the front (jnp.moveaxis) before the layer.',
+            flax_text=f'batch_dims {layer.batch_dims} must be consecutive leading dimensions '
+            'starting from 0.',
         )
     if set(axis) & set(batch_dims):
         raise LayerArgumentError(
@@ -566,6 +568,7 @@ class Embed(Module):
                 'integer (token id)',
                 jnp.result_type(inputs),
                 'Cast the ids with `.astype(jnp.int32)`.',
+                flax_text='Input type must be an integer or unsigned integer.',
             )
         (embedding,) = self.promote_dtype(self.embedding, dtype=self.dtype, inexact=False)
         if self.num_embeddings == 1:

@@ -531,6 +531,9 @@ class GroupNorm(Module):
                 'one must be given.',
                 'Pass GroupNorm(num_groups=G) or GroupNorm(num_groups=None, group_size=S) '
                 '(num_groups defaults to 32, so set it to None to use group_size).',
+                flax_text='Either `num_groups` or `group_size` should be specified. If '
+                '`group_size` is to be specified, pass `num_groups=None` as argument to '
+                'override the default `num_groups` value of 32.',
             )
         if self.num_groups is not None:
             if self.num_groups <= 0 or channels % self.num_groups:
@@ -539,6 +542,8 @@ class GroupNorm(Module):
                     f'num_groups={self.num_groups} does not divide the {channels} channels '
                     '(the last axis of the input).',
                     f'Pick num_groups among the divisors of {channels}, or pass group_size.',
+                    flax_text=f'Number of groups ({self.num_groups}) does not divide the '
+                    f'number of channels ({channels}).',
                 )
             return self.num_groups, channels // self.num_groups
         if self.group_size <= 0 or channels % self.group_size:
@@ -547,6 +552,8 @@ class GroupNorm(Module):
                 f'group_size={self.group_size} does not divide the {channels} channels '
                 '(the last axis of the input).',
                 f'Pick group_size among the divisors of {channels}.',
+                flax_text=f'Number of channels ({channels}) is not multiple of the group size '
+                f'({self.group_size}).',
             )
         return channels // self.group_size, self.group_size
 

@@ -117,6 +117,9 @@ class LayerMaskShapeError(LinenError, ValueError):
     def __init__(self, layer: str, mask_shape, weight_shape):
         self.layer = layer
         super().__init__(
+            # Flax's sentence first.
+            'Mask needs to have the same shape as weights. Shapes are: '
+            f'{tuple(mask_shape)}, {tuple(weight_shape)}. '
             f'{layer}: the mask has shape {tuple(mask_shape)} but the kernel it masks has '
             f'shape {tuple(weight_shape)}; they must be equal. Build the mask with the '
             "kernel's shape (kernel_size + (in_features // feature_group_count, features))."
@@ -133,12 +136,15 @@ class LayerPaddingError(LinenError, ValueError):
     LayerPaddingError: ...
     """
 
-    def __init__(self, layer: str, padding, problem: str):
+    def __init__(self, layer: str, padding, problem: str, *, flax_text: str | None = None):
         self.layer = layer
         super().__init__(
-            f'{layer}: invalid padding {padding!r}: {problem}. Use "SAME", "VALID", '
-            '"CIRCULAR", "REFLECT", "CAUSAL" (1-D convolutions only), an int, or one int or '
-            '(low, high) pair per spatial dimension.'
+            _lead(
+                flax_text,
+                f'{layer}: invalid padding {padding!r}: {problem}. Use "SAME", "VALID", '
+                '"CIRCULAR", "REFLECT", "CAUSAL" (1-D convolutions only), an int, or one int '
+                'or (low, high) pair per spatial dimension.',
+            )
         )
 
 
@@ -151,9 +157,11 @@ class LayerInputDtypeError(LinenError, ValueError):
     LayerInputDtypeError: ...
     """
 
-    def __init__(self, layer: str, expected: str, dtype, fix: str):
+    def __init__(self, layer: str, expected: str, dtype, fix: str, *, flax_text: str | None = None):
         self.layer = layer
-        super().__init__(f'{layer} expected {expected} inputs, got dtype {dtype}. {fix}')
+        super().__init__(
+            _lead(flax_text, f'{layer} expected {expected} inputs, got dtype {dtype}. {fix}')
+        )
 
 
 # --------------------------------------------------------- normalization
@@ -189,8 +197,8 @@ class InvalidGroupsError(LinenError, ValueError):
     InvalidGroupsError: ...
     """
 
-    def __init__(self, layer: str, problem: str, fix: str):
-        super().__init__(f'{layer}: {problem} {fix}')
+    def __init__(self, layer: str, problem: str, fix: str, *, flax_text: str | None = None):
+        super().__init__(_lead(flax_text, f'{layer}: {problem} {fix}'))
 
 
 class MissingUseRunningAverageError(LinenError, ValueError):
@@ -204,7 +212,8 @@ class MissingUseRunningAverageError(LinenError, ValueError):
 
     def __init__(self, layer: str):
         super().__init__(
-            f'{layer}: `use_running_average` is unset, so it is unknown whether to '
+            'Parameter "use_running_average" must be passed to the constructor or at call '
+            f'time. {layer}: `use_running_average` is unset, so it is unknown whether to '
             'normalize with the batch statistics (training) or the running averages in '
             '"batch_stats" (evaluation). Pass it once, either to the constructor '
             '(`BatchNorm(use_running_average=not train)`) or at call time '
@@ -294,8 +303,10 @@ class AttentionMaskShapeError(LinenError, ValueError):
         )
 
 
-class QkvFeaturesNotDivisibleError(LinenError, ValueError):
-    """``qkv_features`` is not a multiple of ``num_heads``.
+class QkvFeaturesNotDivisibleError(LinenError, ValueError, AssertionError):
+    """Also an ``AssertionError``: Flax checks this with ``assert``.
+
+    ``qkv_features`` is not a multiple of ``num_heads``.
 
     >>> x = jnp.ones((1, 5, 4))
     >>> nn.MultiHeadDotProductAttention(num_heads=3, qkv_features=8).init(jax.random.key(0), x)
@@ -306,6 +317,8 @@ class QkvFeaturesNotDivisibleError(LinenError, ValueError):
 
     def __init__(self, where: str, qkv_features: int, num_heads: int):
         super().__init__(
+            f'Memory dimension ({qkv_features}) must be divisible by number of heads '
+            f'({num_heads}). '
             f'{where}: qkv_features ({qkv_features}) must be divisible by num_heads '
             f'({num_heads}), since each head gets qkv_features // num_heads features. '
             'Pick qkv_features as a multiple of num_heads (qkv_features defaults to the '
