@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# A hang is a failure of the set; generous, as a loaded machine imports JAX slowly.
+PROBE_TIMEOUT_S = 300
 
 # kind -> how likely it is drawn
 KINDS = {
@@ -207,10 +209,13 @@ def probe(plugin_set: PluginSet, sites: dict[str, Path]) -> dict:
     env['JAX_PLATFORMS'] = 'cpu'
     if plugin_set.disabled:
         env['LINEN_DISABLE_PLUGINS'] = plugin_set.disabled
-    result = subprocess.run(
-        [sys.executable, '-c', textwrap.dedent(_PROBE.format(names=names))],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=120,
-    )  # fmt: skip
+    try:
+        result = subprocess.run(
+            [sys.executable, '-c', textwrap.dedent(_PROBE.format(names=names))],
+            capture_output=True, text=True, env=env, cwd=ROOT, timeout=PROBE_TIMEOUT_S,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return {'crashed': f'importing linen.nn hung for {PROBE_TIMEOUT_S} s'}
     if result.returncode != 0:
         return {'crashed': result.stderr[-2000:]}
     return json.loads(result.stdout.strip().splitlines()[-1])
