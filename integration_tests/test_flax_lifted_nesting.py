@@ -264,3 +264,47 @@ def test_partially_applied_module_class_under_jit_keeps_its_arguments():
     variables = jitted().init(jax.random.key(0), X)
     assert set(variables['params']) == {'kernel'}
     np.testing.assert_array_equal(jitted().apply(variables, X), X @ variables['params']['kernel'])
+
+
+# ------------------------------------------- several methods of one transformed class
+
+
+def methods_calling_methods(nn, transform, nowrap):
+    """``methods=[...]`` where the transformed ``__call__`` calls the transformed helper."""
+
+    class Foo(nn.Module):
+        def setup(self):
+            self.dense = nn.Dense(2)
+
+        def helper(self, x):
+            return x * 2.0 + 1.0
+
+        if nowrap:
+            helper = nn.nowrap(helper)
+
+        def __call__(self, x):
+            return self.dense(self.helper(x))
+
+    methods = ['__call__', 'helper']
+    if transform == 'vmap':
+        return nn.vmap(
+            Foo, variable_axes={'params': 0}, split_rngs={'params': True}, methods=methods
+        )()
+    return nn.remat(Foo, methods=methods)()
+
+
+@pytest.mark.parametrize('nowrap', [False, True])
+@pytest.mark.parametrize('transform', ['vmap', 'remat'])
+def test_transformed_method_calling_another_transformed_method_as_flax(transform, nowrap):
+    # Inside the transform the module is an instance of the class it was made from (as in
+    # Flax), so `self.helper(x)` is not transformed a second time.
+    def run(nn):
+        model = methods_calling_methods(nn, transform, nowrap)
+        variables = model.init(jax.random.key(0), X)
+        y = model.apply(variables, X)
+        h = model.apply(variables, X, method='helper')
+        return _np(variables), np.asarray(y), np.asarray(h)
+
+    ours, theirs = run(linen_nn), run(flax_nn)
+    _assert_same(ours, theirs)
+    np.testing.assert_array_equal(ours[2], X * 2.0 + 1.0)

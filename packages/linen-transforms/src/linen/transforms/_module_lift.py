@@ -19,6 +19,7 @@ from linen.core.lifting import RngStream, detached_scope
 from linen.module import Module
 from linen.module.dispatch import (
     call_wrapped_method,
+    field_names,
     in_compact_method,
     mark_dispatched,
     setup_called,
@@ -103,10 +104,15 @@ def lift_method(fn: Callable, make_lifted: MakeLifted, multi_scope: bool = False
     return _mark(lifted)
 
 
-def _run_lifted(self, method_name, make_lifted, multi_scope, run, args, kwargs):
+def _run_lifted(self, method_name, make_lifted, multi_scope, run, args, kwargs, base=None):
     """Run ``run(clone, args, kwargs)`` under the transform, on a clone of ``self``
     bound to the inner scope (and, with ``multi_scope``, the Modules and Variables
-    among the arguments and fields lifted alongside)."""
+    among the arguments and fields lifted alongside).
+
+    ``base``: the class a transformed class was made from. As in Flax, the clone is an
+    instance of it, so a transformed method calling another one (``self.helper(x)``
+    from ``__call__``) runs it plainly instead of transforming it a second time.
+    """
     scope = self.scope
     if scope is None:
         raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
@@ -123,7 +129,12 @@ def _run_lifted(self, method_name, make_lifted, multi_scope, run, args, kwargs):
             inner_scope, others = inner_scope[0], inner_scope[1:]
             a, k = _args.restore(a, k, objects, others)
             updates = _args.restore_fields(fields, objects, others)
-        clone = self.clone(parent=inner_scope, **updates)
+        if base is None:
+            clone = self.clone(parent=inner_scope, **updates)
+        else:
+            attrs = {f: self.__dict__[f] for f in field_names(base)}
+            attrs.update(updates)
+            clone = base(parent=inner_scope, name=self.__dict__['name'], **attrs)
         return _check_returns(run(clone, a, k), method_name)
 
     scopes = (scope, *_args.scopes_of(objects)) if objects else scope
@@ -143,21 +154,27 @@ def lift_class(
     attrs: dict[str, Any] = {}
     for method_name in methods or ('__call__',):
         orig = getattr(cls, method_name)
-        attrs[method_name] = _class_method(orig, method_name, make_lifted, multi_scope)
+        attrs[method_name] = _class_method(orig, method_name, make_lifted, multi_scope, cls)
     attrs['__module__'] = cls.__module__
     attrs['__qualname__'] = f'{transform_name}{cls.__name__}'  # as Flax names it
     return type(f'{transform_name}{cls.__name__}', (cls,), attrs)
 
 
 def _class_method(
-    orig: Callable, method_name: str, make_lifted: MakeLifted, multi_scope: bool = False
+    orig: Callable,
+    method_name: str,
+    make_lifted: MakeLifted,
+    multi_scope: bool = False,
+    base: type | None = None,
 ) -> Callable:
     @functools.wraps(orig)
     def lifted(self, *args, **kwargs):
         def run(clone, a, k):
             return orig(clone, *a, **k)
 
-        return _run_lifted(self, method_name, make_lifted, multi_scope, run, args, kwargs)
+        return _run_lifted(
+            self, method_name, make_lifted, multi_scope, run, args, kwargs, base=base
+        )
 
     return _mark(lifted)
 
