@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -31,6 +31,21 @@ class _Broadcast:
 
 
 broadcast = _Broadcast()
+
+
+class Groups(NamedTuple):
+    """A scope's collections by scan rule (each a ``{collection: tree}`` dict)."""
+
+    broadcast: dict
+    carry: dict
+    axes: tuple  # one dict per variable_axes filter, in its order
+    rest: dict  # named by no rule: read by every step, like broadcast
+
+    @classmethod
+    def of(cls, grouped: tuple, n_axes: int) -> Groups:
+        """From :func:`_pack.group_variables` with filters ``(broadcast, carry, *axes, ...)``;
+        groups after the axis ones (collections marked ``Out``, on the way in) are dropped."""
+        return cls(grouped[0], grouped[1], tuple(grouped[2 : 2 + n_axes]), grouped[-1])
 
 
 def _moveaxis_in(x: Any, axis: int) -> Any:
@@ -92,9 +107,11 @@ def scan(
     axis_values = tuple(directions.outputs.values())
     # Group order: broadcast, carry, each axis filter, the rest (broadcast too).
     # Collections marked `Out` are grouped on the way in only to be left out.
-    in_filters = (variable_broadcast, variable_carry) + tuple(directions.inputs)
-    n_in = len(in_filters)
-    gather_filters = in_filters + directions.out_only
+    n_in_axes = len(directions.inputs)
+    n_out_axes = len(directions.outputs)
+    gather_filters = (
+        (variable_broadcast, variable_carry) + tuple(directions.inputs) + directions.out_only
+    )
     filters = (variable_broadcast, variable_carry) + tuple(directions.outputs)
     read_only = functools.reduce(union_filters, directions.in_only, False)
     split_filter = [f for f, do in split_rngs.items() if do]
@@ -111,17 +128,19 @@ def scan(
         bcast_vars, carry_vars, axis_vars, rest_vars = [], [], [], []
         split, fixed_keys, paths = [], [], []
         for scope in scopes:
-            groups = _pack.group_variables(_pack.gather_variables(scope), gather_filters)
-            bcast_vars.append(dict(groups[0]))
-            carry_vars.append(groups[1])
-            rest_vars.append(groups[-1])
+            groups = Groups.of(
+                _pack.group_variables(_pack.gather_variables(scope), gather_filters), n_in_axes
+            )
+            bcast_vars.append(dict(groups.broadcast))
+            carry_vars.append(groups.carry)
+            rest_vars.append(groups.rest)
             axis_vars.append(
                 tuple(
                     # Boxes are told about the axis even without metadata_params, so a
                     # Partitioned box raises PartitioningUnspecifiedError (as in Flax)
                     # instead of silently keeping names one short of its value's rank.
                     _moveaxis_in(_pack.remove_axis(g, ax, metadata_params), ax)
-                    for g, ax in zip(groups[2:n_in], in_axis_values)
+                    for g, ax in zip(groups.axes, in_axis_values)
                 )
             )
             keys, scope_paths = _pack.rng_keys(scope)
@@ -169,7 +188,7 @@ def scan(
         def first_step(v, c, f):
             inner, c, ys = run_step(v, [dict(sp) for sp in split], c, f)
             for scope, i, rest in zip(scopes, inner, rest_vars):
-                rest_out = _pack.inner_mutated(i, filters)[-1]
+                rest_out = Groups.of(_pack.inner_mutated(i, filters), n_out_axes).rest
                 written.extend(
                     (scope.path_text, col)
                     for col, tree in rest_out.items()
@@ -182,23 +201,12 @@ def scan(
             any(in_filter(s.mutable, c) for c in _broadcast_cols(variable_broadcast))
             for s in scopes
         ]
-        if not check_constancy_invariants:
-            pass
-        elif any(init_bcast):
+        if check_constancy_invariants and any(init_bcast):
             inner, _, _ = first_step(variables, carry, first)
             for b, i in zip(bcast_vars, inner):
                 b.update(_pack.inner_mutated(i, (variable_broadcast,))[0])
-        else:
-            # Broadcast arguments stay Python values (a `deterministic` flag must
-            # reach the body as a bool), so only the scanned ones are traced.
-            scanned_first = tuple(None if ax is broadcast else x for x, ax in zip(first, in_spec))
-
-            def probe(v, c, scanned):
-                f = tuple(x if s is None else s for x, s in zip(bcast_first, scanned))
-                return first_step(v, c, f)[1:]
-
-            bcast_first = tuple(x if ax is broadcast else None for x, ax in zip(first, in_spec))
-            jax.eval_shape(probe, variables, carry, scanned_first)
+        elif check_constancy_invariants:
+            _probe_abstractly(first_step, variables, carry, first, in_spec)
         if written:
             path = written[0][0]
             raise ScanCollectionError(sorted({col for p, col in written if p == path}), path)
@@ -224,9 +232,9 @@ def scan(
                 keys_list.append(k)
             x_args = tuple(b if s is None else s for b, s in zip(bcast_xs, x_slices))
             inner, c, ys = run_step(variables, keys_list, c, x_args)
-            outs = [_pack.inner_mutated(i, filters) for i in inner]
-            new_carry_vars = tuple(out[1] for out in outs)
-            new_axis = tuple(out[2:-1] for out in outs)
+            outs = [Groups.of(_pack.inner_mutated(i, filters), n_out_axes) for i in inner]
+            new_carry_vars = tuple(out.carry for out in outs)
+            new_axis = tuple(out.axes for out in outs)
             return (new_carry_vars, c), (new_axis, ys)
 
         (carry_vars, carry), (axis_out, ys) = lax.scan(
@@ -248,6 +256,22 @@ def scan(
         return carry, ys
 
     return wrapper
+
+
+def _probe_abstractly(first_step: Callable, variables, carry, first: tuple, in_spec: tuple):
+    """Run ``first_step`` under ``jax.eval_shape``, tracing only the scanned arguments.
+
+    Broadcast arguments stay the values they are (a ``deterministic`` flag must reach
+    the body as a Python bool), as they do inside the loop.
+    """
+    bcast_first = tuple(x if ax is broadcast else None for x, ax in zip(first, in_spec))
+    scanned_first = tuple(None if ax is broadcast else x for x, ax in zip(first, in_spec))
+
+    def probe(v, c, scanned):
+        f = tuple(x if s is None else s for x, s in zip(bcast_first, scanned))
+        return first_step(v, c, f)[1:]
+
+    jax.eval_shape(probe, variables, carry, scanned_first)
 
 
 def _broadcast_cols(variable_broadcast: Filter):
