@@ -16,7 +16,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks._hlo import summarize  # noqa: E402
 
-# Every measure issues 7 and 15 ask for, by its JSON key; dropping one fails the test.
+# Every measure of the table, by its JSON key; dropping one fails the test.
 EXPECTED_ROWS = (
     'import',
     'trace_mlp',
@@ -45,6 +45,16 @@ EXPECTED_ROWS = (
     'compile_unrolled',
     'compile_unrolled_over_scan',
     'jit_instances_compiles',
+    'reuse_trace_transformer',
+    'reuse_trace_unrolled',
+    'reuse_trace_lower_transformer',
+    'reuse_trace_lower_unrolled',
+    'reuse_lower_compile_transformer',
+    'reuse_lower_compile_unrolled',
+    'reuse_train_trace_transformer',
+    'reuse_train_compile_transformer',
+    'reuse_hlo_transformer',
+    'reuse_hlo_unrolled',
 )
 
 REFERENCE_PEERS = {'flax': 'flax', 'haiku': 'haiku', 'equinox': 'equinox'}
@@ -99,6 +109,10 @@ def test_smoke_measures_every_installed_reference_peer(smoke_out):
     jit_row = data['rows']['jit_instances_compiles']
     for peer in ('jax', 'linen'):
         assert jit_row['extra'][peer] == {'first_apply': 1, 'later_apply': 0}, peer
+    # Trace reuse changes no program: pure JAX's, with linen's reuse off and on.
+    for model in ('transformer', 'unrolled'):
+        extra = data['rows'][f'reuse_hlo_{model}']['extra']
+        assert extra['linen']['identical_to_jax'] and extra['linen_reuse']['identical_to_jax']
     # The compared programs are kept for inspection.
     assert (smoke_out / 'hlo' / 'mlp_jax.hlo.txt').read_text().startswith('HloModule')
     assert (smoke_out / 'profiles' / 'trace_mlp_jax.txt').exists()
