@@ -8,32 +8,18 @@ from typing import Any
 
 from linen.core import errors, meta
 from linen.module import Module
-from linen.module.dispatch import (
-    call_at_boundary,
-    call_wrapped_method,
-    ensure_setup,
-    field_names,
-    in_compact_method,
-    wrappers_are_relative,
-)
+from linen.module.dispatch import call_wrapped_method
 from linen.transforms import (
-    _args,
     _autodiff,
     _control,
     _direct,
-    _jit,
+    _jit_module,
     _remat,
     _scan,
     _variables,
     _vmap,
 )
-from linen.transforms._module_lift import (
-    _check_returns,
-    _mark,
-    check_setup,
-    is_partial_module_class,
-    lift,
-)
+from linen.transforms._module_lift import is_partial_module_class, lift
 
 broadcast = _scan.broadcast
 
@@ -202,133 +188,15 @@ def jit(
         donate_argnums=donate_argnums,
         device=device,
         backend=backend,
-        module_key=_module_key,
     )
     if is_partial_module_class(target):
-        lifted = jit(
-            target.func,
-            variables,
-            rngs,
-            static_argnums,
-            static_argnames,
-            donate_argnums,
-            device,
-            backend,
-            methods,
-        )
+        lifted = _jit_module.jit_class(target.func, methods, options)
         return functools.partial(lifted, *target.args, **target.keywords)
     if isinstance(target, type):
-        from linen.transforms._module_lift import Module
-
-        if not issubclass(target, Module):
-            raise errors.TransformTargetError(target)
-        # `nn.jit(Dense)(...)` inside a compact method runs on every call: the same
-        # wrapper class (hence the same compiled-function cache) must come back.
-        cache_key = (target, tuple(methods or ('__call__',)), _options_key(options))
-        try:
-            cached = _JIT_CLASSES.get(cache_key)
-        except TypeError:  # unhashable options (e.g. a device object): no caching
-            cache_key, cached = None, None
-        if cached is not None:
-            return cached
-        attrs: dict[str, Any] = {'__module__': target.__module__}
-        for method_name in methods or ('__call__',):
-            orig = getattr(target, method_name)
-            attrs[method_name] = _jit_method(
-                orig,
-                method_name,
-                lambda clone, _, *a, orig=orig, **k: orig(clone, *a, **k),
-                options,
-            )
-        jitted_cls = type(f'Jit{target.__name__}', (target,), attrs)
-        if cache_key is not None:
-            _JIT_CLASSES[cache_key] = jitted_cls
-        return jitted_cls
+        return _jit_module.jit_class(target, methods, options)
     if callable(target):
-        fn = target
-        is_compact = bool(getattr(fn, 'compact', False))
-        name = getattr(fn, '__name__', 'method')
-
-        def runner(clone, compact, *a, **k):
-            # As in Flax, the function runs in compact mode when called from a compact method.
-            return call_wrapped_method(clone, fn, name, is_compact or compact, a, k)
-
-        return _jit_method(fn, name, runner, options)
+        return _jit_module.jit_method(target, options)
     raise errors.TransformTargetError(target)
-
-
-# Strong references: a weak cache would drop the class between two applies (types sit in
-# reference cycles, freed at gc time) and retrace at random. One entry per (class, options).
-_JIT_CLASSES: dict[tuple, type] = {}
-
-
-def _options_key(options: dict) -> tuple:
-    return tuple(
-        (k, tuple(v) if isinstance(v, list) else v)
-        for k, v in sorted(options.items())
-        if k != 'module_key'
-    )
-
-
-def _module_key(extra, labelled: bool):
-    """The part of a call that decides its trace: the module's class and fields, whether
-    it runs in compact mode, and the Modules and Variables lifted from the arguments.
-
-    The instance name joins only while a method wrapper is active that may do
-    something per instance inside the trace. Profiling labels do not: the
-    instance's own label is pushed outside the compiled function (see
-    ``_jit_method``) and the labels inside are relative to it, so N instances of
-    a class compile once.
-    """
-    module, compact, objects, lifted_fields = extra
-    # Lifted field modules count by their slot (their own key is in `objects`).
-    fields = tuple(
-        lifted_fields[f] if f in lifted_fields else module.__dict__[f]
-        for f in field_names(type(module))
-    )
-    name = module.name if labelled and not wrappers_are_relative() else None
-    key = (type(module), name, _jit._hashable(fields), compact, _args.cache_key(objects))
-    return key, extra
-
-
-def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dict) -> Callable:
-
-    def body(extra, inner_scope, *args, **kwargs):
-        module, compact, objects, fields = extra
-        updates = {}
-        if objects:
-            inner_scope, others = inner_scope[0], inner_scope[1:]
-            args, kwargs = _args.restore(args, kwargs, objects, others)
-            updates = _args.restore_fields(fields, objects, others)
-        y = runner(module.clone(parent=inner_scope, **updates), compact, *args, **kwargs)
-        return _check_returns(y, method_name)
-
-    jitted = _jit.jit(body, **options)
-    # What the wrappers see as the method (the dispatcher's inner function).
-    method = getattr(orig, 'inner_fun', orig)
-
-    @functools.wraps(orig)
-    def lifted(self, *args, **kwargs):
-        scope = self.scope
-        if scope is None:
-            raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
-        # Bound Modules and Variables among the arguments are lifted too (Flax's
-        # multi-scope lifting); they leave the arguments as empty pytrees.
-        check_setup(self)
-        # As in Flax (whose jit cache key reads the module's attributes), the module
-        # itself is set up before the boundary: setup runs here once per call, and
-        # once more per trace on the clone inside.
-        ensure_setup(self)
-        args, kwargs, objects = _args.extract(args, kwargs)
-        fields = _args.extract_fields(self, objects)
-        scopes = (scope, *_args.scopes_of(objects)) if objects else scope
-        extra = (self, in_compact_method(self), objects, fields)
-        # The instance's label (what depends on it) goes outside the compiled function.
-        return call_at_boundary(
-            self, method_name, method, lambda *a, **k: jitted(extra, scopes, *a, **k), args, kwargs
-        )
-
-    return _mark(lifted)
 
 
 # ------------------------------------------------- transforms of (module, *args) functions
