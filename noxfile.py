@@ -279,7 +279,7 @@ def docs(session: nox.Session) -> None:
     # every source afresh (Sphinx does not notice a changed docstring or extension).
     doctrees = ROOT / '.nox' / '_docs_doctrees'
     session.run(
-        'python', '-m', 'sphinx', '-W', '--keep-going', '-E', '-b', 'html', '-d', str(doctrees),
+        'python', '-m', 'sphinx', '-W', '--keep-going', '-E', '-q', '-b', 'html', '-d', str(doctrees),
         *session.posargs, 'docs', str(site),
     )  # fmt: skip
     session.run(

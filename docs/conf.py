@@ -36,7 +36,26 @@ exclude_patterns = ['_build', '**/__pycache__', '**/.pytest_cache']
 # Entries ending in '*' are globs, so new guides appear without editing this list.
 linen_nav = [
     ('Start', ['getting-started', 'installing', 'migrating']),
-    ('Guides', ['modules', 'profiling', 'scaling', 'plugins', 'guides/*']),
+    (
+        'Guides',
+        [
+            'modules',
+            'guides/setup-vs-compact',
+            'guides/state',
+            'guides/dropout-batchnorm',
+            'guides/intermediates',
+            'guides/lr-schedules',
+            'guides/transfer-learning',
+            'guides/rnn',
+            'guides/sharp-bits',
+            'profiling',
+            'scaling',
+            'plugins',
+            'guides/examples',
+            'guides/glossary',
+            'guides/*',
+        ],
+    ),
     ('Background', ['differences', 'design']),
     ('API reference', ['api/index']),
     # The benchmark pages mirror benchmarks/*.md (which link each other by file name).

@@ -261,10 +261,12 @@ def _summary(obj: Any, name: str = '') -> str:
 
 
 def _jax_signature(obj: Any) -> str:
+    """``obj``'s signature; JAX's string annotations (``x: 'ArrayLike'``) lose their quotes."""
     try:
-        return str(inspect.signature(obj))
+        text = str(inspect.signature(obj))
     except (TypeError, ValueError):
         return '(*args, **kwargs)'
+    return re.sub(r"(: |-> )'([^']*)'", r'\1\2', text)
 
 
 def render_entry(entry: Entry, documented: dict[int, Entry]) -> str:
