@@ -87,15 +87,30 @@ def _builder_inited(app) -> None:
 
 
 def navigation(docs: Path, nav: list[tuple[str, list[str]]]) -> str:
-    """The hidden tables of contents (MyST) that make ``nav`` the site's sidebar."""
+    """The hidden tables of contents (MyST) that make ``nav`` the site's sidebar.
+
+    An entry is a page (left out while it does not exist) or a glob ending in ``*``,
+    kept only while it matches a page no entry names (Sphinx warns on a glob that
+    matches nothing, and a page listed by name stays where it is listed).
+    """
+
+    def exists(name: str) -> bool:
+        return (docs / f'{name}.md').is_file() or (docs / f'{name}.rst').is_file()
+
+    named = {entry for _, entries in nav for entry in entries if not entry.endswith('*')}
     blocks = []
     for caption, entries in nav:
         lines = []
         for entry in entries:
             if entry.endswith('*'):
-                if any(docs.glob(entry + '.md')) or any(docs.glob(entry + '.rst')):
+                matches = {
+                    p.relative_to(docs).with_suffix('').as_posix()
+                    for suffix in ('.md', '.rst')
+                    for p in docs.glob(entry + suffix)
+                }
+                if matches - named:
                     lines.append(entry)
-            elif (docs / f'{entry}.md').is_file() or (docs / f'{entry}.rst').is_file():
+            elif exists(entry):
                 lines.append(entry)
         if lines:
             glob = ':glob:\n' if any(e.endswith('*') for e in lines) else ''

@@ -114,3 +114,15 @@ def test_strict_sphinx_build_publishes_the_generated_files(tmp_path):
     generated = docs / 'assets' / 'generated'
     assert (generated / '.gitignore').read_text().splitlines()[-1] == '*'
     assert (docs / 'guides' / 'assets' / 'generated' / 'nested' / 'curve.png').is_file()
+
+
+def test_navigation_globs_only_pages_no_entry_names(tmp_path):
+    hooks = _load('_linen_docs_site_hooks', '_site_hooks.py')
+    for name in ('guides/a.md', 'guides/b.md', 'intro.md'):
+        _page(tmp_path / Path(name).parent, Path(name).name, '# x\n')
+    nav = [('Guides', ['intro', 'guides/b', 'missing', 'guides/*'])]
+    text = hooks.navigation(tmp_path, nav)
+    assert ':glob:' in text and 'guides/*' in text and 'missing' not in text
+    (tmp_path / 'guides' / 'a.md').unlink()
+    # Every page the glob matches is named: a glob that adds nothing would be a warning.
+    assert 'guides/*' not in hooks.navigation(tmp_path, nav)
