@@ -1,4 +1,4 @@
-"""The measures of issue 7, each producing one or more :class:`Row`."""
+"""The measures of the benchmark table, each producing one or more :class:`Row`."""
 
 from __future__ import annotations
 

@@ -61,7 +61,7 @@ class Case:
 
 
 def cases(bench: Bench) -> list[Case]:
-    """The cases whose gap the issue's targets are about."""
+    """The cases whose gap the table's targets are about."""
     out = []
     for model in ('mlp', 'transformer'):
         if not _has(bench, model):

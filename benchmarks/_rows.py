@@ -12,7 +12,7 @@ class Row:
     Attributes:
         key: stable identifier (JSON key).
         label: first column of the table.
-        target: the issue's target for linen (last column).
+        target: linen's target for the measure (last column).
         unit: unit of ``medians`` (``s``, ``calls``, ``instructions``...).
         medians: peer -> median value (``None`` when unavailable).
         ratios: peer -> median / pure JAX median, when the row is a ratio row.

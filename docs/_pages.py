@@ -96,8 +96,8 @@ def run_page(path: Path, text: str | None = None) -> dict:
     module = types.ModuleType(f'_linen_docs_{path.stem.replace("-", "_")}')
     module.__file__ = str(path)
     sys.modules[module.__name__] = module
-    # A page that reproduces code relying on implicit rank promotion (the seed's
-    # SimpleDense adds a (features,) bias to a (batch, features) output, which Flax
+    # A page that reproduces code relying on implicit rank promotion (the SimpleDense
+    # of Flax's Linen introduction adds a (features,) bias to a (batch, features) output, which Flax
     # rejects under strict promotion too) says so with this marker; every other page
     # runs under the caller's setting (the suite's jax_numpy_rank_promotion='raise').
     promotion = 'allow' if ALLOW_RANK_PROMOTION in text else jax.config.jax_numpy_rank_promotion

@@ -110,15 +110,7 @@ def test_every_flax_public_name_has_a_row(flax_module):
     assert not missing, f'{flax_module} names missing from docs/differences.md: {missing}'
 
 
-def _present_modules():
-    # linen.core.traverse_util comes with another part of issue 11; until it is
-    # merged its rows cannot be checked against linen.
-    for flax_module, linen_module in NAMESPACES.items():
-        if importlib.util.find_spec(linen_module) is not None:
-            yield flax_module
-
-
-@pytest.mark.parametrize('flax_module', list(_present_modules()))
+@pytest.mark.parametrize('flax_module', list(NAMESPACES))
 def test_supported_rows_name_something_linen_has(flax_module):
     linen_module = NAMESPACES[flax_module]
     rows = table_rows().get(flax_module, {})

@@ -39,7 +39,7 @@ def mlp(scope, x):
 
 
 def mlp_with_push(scope, x):
-    # The profiling seed's spelling (linen only): push(fn, ...) is child(fn, ...).
+    # A spelling linen accepts besides Flax's: push(fn, ...) is child(fn, ...).
     h = scope.push(dense, 'hidden')(x, 4)
     return scope.push(dense, name='out', features=2)(jax.nn.relu(h))
 

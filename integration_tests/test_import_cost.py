@@ -1,4 +1,4 @@
-"""What ``import linen.nn`` loads: nothing a user does not need at import (issue 15).
+"""What ``import linen.nn`` loads: nothing a user does not need at import.
 
 Import time itself is measured by the benchmark (``benchmarks/``), never here: a
 timed test fails on a loaded machine. What is checked is the cause of a slow import,

@@ -5,7 +5,7 @@ range (``linen-core>=0.1,<0.2``), so a sibling may rely only on names a patch
 release cannot rename: underscore modules and underscore names of another
 distribution are off limits (the public contracts are ``linen.core.lifting``,
 ``linen.core.plugin_bus``, ``linen.module.dispatch`` and the packages' ``__all__``).
-The layers are those of DESIGN.md: core imports nothing of the others; module only
+The layers are those of docs/design.md: core imports nothing of the others; module only
 core; transforms core and module; layers core, module and transforms; profiling
 core and module.
 

@@ -423,8 +423,8 @@ def test_bidirectional():
     _close(carry_bw, ref_bw_carry)
 
 
-def test_seed_lstm_scan_example():
-    """The seed's example: nn.scan over LSTMCell with broadcast params."""
+def test_intro_lstm_scan_example():
+    """The example of Flax's Linen introduction: nn.scan over LSTMCell with broadcast params."""
     from linen.module import Module, compact
     from linen.transforms import scan
 

@@ -18,7 +18,7 @@ X = jax.random.normal(jax.random.key(1), (4, 6)) + 3.0  # no exact zeros
 
 
 def first_dropout_key(root):
-    """The key of the first make_rng('dropout') in the root scope (DESIGN.md's rule)."""
+    """The key of the first make_rng('dropout') in the root scope (the rule in docs/design.md)."""
     digest = hashlib.sha1((1).to_bytes(1, 'big')).digest()
     return jax.random.fold_in(root, int.from_bytes(digest[:4], 'big'))
 

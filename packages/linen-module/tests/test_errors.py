@@ -1,4 +1,4 @@
-"""Every error issue 3 names, raised by real misuse, matched on its message."""
+"""Every error of the Module API, raised by real misuse, matched on its message."""
 
 from __future__ import annotations
 

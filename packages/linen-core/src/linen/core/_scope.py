@@ -295,7 +295,7 @@ class Scope:
         Without a name the child takes the next free ``prefix{i}``. Given a
         function first, ``push(fn, name=None, prefix=None, named_call=True,
         **partial_kwargs)`` is :meth:`child`: ``fn`` bound to a new child scope
-        (the spelling the profiling seed documents).
+        (a spelling linen accepts besides Flax's ``child``).
         """
         if args and callable(args[0]):
             return self.child(*args, **kwargs)
