@@ -36,9 +36,22 @@ def test_compact_method_on_unbound_module():
         Dense(3)(jnp.ones((1, 2)))
 
 
-@pytest.mark.parametrize('method', ['no_such_method', 'features', 42])
-def test_invalid_method(method):
-    with pytest.raises(errors.ApplyModuleInvalidMethodError, match=r'method=.* on Dense'):
+@pytest.mark.parametrize(
+    'method, error, match',
+    [
+        # Flax looks a name up on the instance: its AttributeError, its TypeError text.
+        ('no_such_method', AttributeError, '"Dense" object has no attribute "no_such_method"'),
+        (
+            'features',
+            errors.ApplyModuleMethodNotCallableError,
+            "'Dense.features' must be a callable",
+        ),
+        (42, errors.ApplyModuleInvalidMethodError, r'method=42 on Dense'),
+        (lambda: 1, errors.ApplyModuleInvalidMethodError, r'Cannot call apply\(\)'),
+    ],
+)
+def test_invalid_method(method, error, match):
+    with pytest.raises(error, match=match):
         Dense(3).init(jax.random.key(0), jnp.ones((1, 2)), method=method)
 
 
@@ -244,11 +257,13 @@ def test_reserved_field_names(field):
 
 
 def test_frozen_module_attribute():
+    # A bound module is frozen; one not attached to anything yet is a plain
+    # dataclass, as in Flax (see test_module.py).
     with pytest.raises(
         errors.SetAttributeFrozenModuleError,
         match=r"Can't set features=3 for Module of type Dense.*clone",
     ):
-        Dense(2).features = 3
+        Dense(2).bind({}).features = 3
 
 
 def test_unbind_on_unbound_module():
@@ -359,7 +374,7 @@ def test_descriptor_getter_errors_name_the_missing_attribute():
     assert m.fine == 3
     assert isinstance(WithProps.__dict__['prop'].fget, type(lambda: 0))
     with pytest.raises(errors.SetAttributeFrozenModuleError):
-        m.custom = 1
+        m.bind({}).custom = 1
 
 
 def test_interceptors_fire_on_unbound_modules():
@@ -389,3 +404,40 @@ def test_module_paths_lists_each_module_once():
     paths = Foo().module_paths(jax.random.key(0), jnp.ones((1, 3)))
     assert sorted(paths) == ['', 'shared']
     assert paths['shared'].features == 3 and paths['shared'].scope is None
+
+
+@pytest.mark.parametrize('kind', ['param', 'variable'])
+def test_variable_created_outside_setup_and_compact(kind):
+    class Plain(nn.Module):
+        def __call__(self, x):
+            if kind == 'param':
+                return x + self.param('b', nn.initializers.zeros, x.shape)
+            return x + self.variable('stats', 'm', jnp.zeros, x.shape).value
+
+    flax_text = ('Parameters' if kind == 'param' else 'Variables') + (
+        r' must be initialized in `setup\(\)` or in a method wrapped in `@compact`'
+    )
+    with pytest.raises(errors.InitializeVariableOutsideSetupError, match=flax_text + '.*Plain'):
+        Plain().init(jax.random.key(0), jnp.ones(2))
+
+
+def test_perturbation_collection_without_the_variable():
+    class Probe(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return self.perturb('hidden', x)
+
+    with pytest.raises(
+        errors.PerturbationNotFoundError,
+        match='Perturbation collection perturbations present, but missing perturbation '
+        'variable hidden',
+    ):
+        Probe().apply({'perturbations': {}}, jnp.ones(2))
+    # without the collection, perturb is a no-op
+    assert Probe().apply({}, jnp.ones(2)).tolist() == [1.0, 1.0]
+
+
+def test_hash_of_a_bound_module():
+    with pytest.raises(errors.HashBoundModuleError, match="^Can't call __hash__ on modules"):
+        hash(Dense(2).bind({}))
+    assert hash(Dense(2)) == hash(Dense(2))

@@ -445,8 +445,16 @@ def test_repr_shows_nested_tree():
     assert 'child = Linear(' in repr(bound)
 
 
-def test_frozen_attributes():
+def test_unattached_module_is_a_plain_dataclass():
+    # As in Flax: until a module is bound or attached, its attributes may change.
     m = Linear(3)
+    m.features = 4
+    del m.features
+    assert 'features' not in m.__dict__
+
+
+def test_frozen_attributes():
+    m = Linear(3).bind({})
     with pytest.raises(
         errors.SetAttributeFrozenModuleError,
         match=r"Can't set features=.* for Module of type Linear",

@@ -156,6 +156,7 @@ class Scope:
         '_rngs',
         '_cols',
         'flags',
+        '_debug_path',
         '__weakref__',
     )
 
@@ -198,12 +199,28 @@ class Scope:
         self._rngs = rngs
         self._cols: dict[str, Any] = {}
         self.flags = flags if flags is not None else (parent.flags if parent else {})
+        if debug_path:
+            # (left unset otherwise: most scopes are pushed per call, and derive it)
+            self._debug_path = tuple(debug_path)
 
     # -- identity -----------------------------------------------------------------
 
     @property
     def path_text(self) -> str:
         return '/'.join(map(str, self.path))
+
+    @property
+    def debug_path(self) -> tuple[str, ...]:
+        """The path for messages and debugging (Flax's name); here it equals :attr:`path`
+        unless a ``debug_path`` was given to the constructor."""
+        try:
+            return self._debug_path
+        except AttributeError:
+            pass
+        parent = self.parent
+        if parent is None:
+            return self.path
+        return parent.debug_path + (self.name,)
 
     @property
     def root(self) -> Scope:

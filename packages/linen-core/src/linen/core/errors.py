@@ -32,6 +32,10 @@ __all__ = [
     'MultipleMethodsCompactError',
     'ReservedModuleAttributeError',
     'ApplyModuleInvalidMethodError',
+    'ApplyModuleMethodNotCallableError',
+    'InitializeVariableOutsideSetupError',
+    'HashBoundModuleError',
+    'PerturbationNotFoundError',
     'CallCompactUnboundModuleError',
     'CallSetupUnboundModuleError',
     'CallUnbindOnUnboundModuleError',
@@ -397,6 +401,88 @@ class ApplyModuleInvalidMethodError(LinenError, TypeError):
         )
 
 
+class ApplyModuleMethodNotCallableError(LinenError, TypeError):
+    """``method=`` names an attribute of the module that is not callable.
+
+    Flax raises a plain ``TypeError`` with the same text first.
+
+    >>> class Foo(nn.Module):
+    ...     size: int = 1
+    >>> Foo().apply({}, method='size')
+    Traceback (most recent call last):
+    ...
+    ApplyModuleMethodNotCallableError: ...
+    """
+
+    def __init__(self, module_cls: str, attribute: str, value_type: type):
+        super().__init__(
+            f"'{module_cls}.{attribute}' must be a callable, got {value_type}. Pass the "
+            'name of a method (or of a submodule) to `method=`.'
+        )
+
+
+class InitializeVariableOutsideSetupError(LinenError, ValueError):
+    """``param``/``variable`` is called in a method that is neither ``setup`` nor ``@compact``.
+
+    Flax raises a plain ``ValueError`` with the same text first.
+
+    >>> class Foo(nn.Module):
+    ...     def __call__(self, x):  # no @nn.compact
+    ...         return x + self.param('bias', nn.initializers.zeros, x.shape)
+    >>> Foo().init(jax.random.key(0), jnp.ones(2))
+    Traceback (most recent call last):
+    ...
+    InitializeVariableOutsideSetupError: ...
+    """
+
+    def __init__(self, kind: str, name: str, module_cls: str):
+        super().__init__(
+            f'{kind} must be initialized in `setup()` or in a method wrapped in `@compact`'
+            f' ("{name}" of {module_cls}). Decorate the method with `@nn.compact`, or '
+            'create the variable in `setup`.'
+        )
+
+
+class HashBoundModuleError(LinenError, TypeError):
+    """``hash`` of a bound Module (its variables may change); Flax's exact text.
+
+    Hash the unbound module instead: ``hash(module.clone())``, or key on
+    ``module.path``.
+
+    >>> hash(nn.Dense(2).bind({}))
+    Traceback (most recent call last):
+    ...
+    HashBoundModuleError: Can't call __hash__ on modules that hold variables.
+    """
+
+    def __init__(self):
+        # Flax's tests match this sentence literally: the how-to-fix is above.
+        super().__init__("Can't call __hash__ on modules that hold variables.")
+
+
+class PerturbationNotFoundError(LinenError, ValueError):
+    """``perturb`` finds its collection in the variables but not its variable.
+
+    Flax raises a plain ``ValueError`` with the same text first.
+
+    >>> class Foo(nn.Module):
+    ...     @nn.compact
+    ...     def __call__(self, x):
+    ...         return self.perturb('p', x)
+    >>> Foo().apply({'perturbations': {}}, jnp.ones(2))
+    Traceback (most recent call last):
+    ...
+    PerturbationNotFoundError: ...
+    """
+
+    def __init__(self, collection: str, name: str, path: str | None):
+        super().__init__(
+            f'Perturbation collection {collection} present, but missing perturbation '
+            f'variable {name} (in {_where(path)}). Pass the "{collection}" collection that '
+            '`init` returned, or leave the collection out to make `perturb` a no-op.'
+        )
+
+
 class CallCompactUnboundModuleError(LinenError):
     """A ``@compact`` method is called on a module that has no variables bound."""
 
@@ -457,7 +543,7 @@ class IncorrectPostInitOverrideError(LinenError):
     def __init__(self):
         super().__init__(
             'Overrode `.__post_init__()` without calling `super().__post_init__()`: add '
-            'the call at the start of your `__post_init__`.'
+            'the call to your `__post_init__`, after the attributes it sets.'
         )
 
 

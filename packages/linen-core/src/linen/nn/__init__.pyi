@@ -126,6 +126,7 @@ from linen.module import compact_name_scope as compact_name_scope
 from linen.module import init as init
 from linen.module import init_with_output as init_with_output
 from linen.module import intercept_methods as intercept_methods
+from linen.module import kw_only_dataclasses as kw_only_dataclasses
 from linen.module import merge_param as merge_param
 from linen.module import nowrap as nowrap
 from linen.module import share_scope as share_scope

@@ -44,8 +44,13 @@ class _GuardedDescriptor:
             set_name(owner, name)
 
     def __getattr__(self, name: str) -> Any:
-        # fget, __doc__, __isabstractmethod__, ... of the wrapped descriptor
-        return getattr(self.wrapped, name)
+        # fget, __doc__, __isabstractmethod__, ... of the wrapped descriptor. While
+        # unpickling (``__setstate__`` looked up before the state is set) there is
+        # no wrapped descriptor yet.
+        wrapped = self.__dict__.get('wrapped')
+        if wrapped is None:
+            raise AttributeError(name)
+        return getattr(wrapped, name)
 
 
 class _GuardedDataDescriptor(_GuardedDescriptor):

@@ -87,10 +87,36 @@ def merge_param(name: str, a: Any, b: Any) -> Any:
 
 
 def share_scope(module: Module, other: Module, /) -> None:
-    """Make ``other`` use ``module``'s scope: its variables appear at ``module``'s path."""
+    """Make two modules share one scope, so their variables live at one path (Flax's rule).
+
+    ``other`` takes ``module``'s scope when it is a descendant of ``module`` (a
+    child defined in its ``setup``); otherwise ``module`` takes ``other``'s (a
+    wrapper around a module defined elsewhere keeps that module's path). Children
+    of the module whose scope changes move along with it.
+    """
     if module.scope is None or other.scope is None:
         raise errors.CallShareScopeOnUnboundModuleError()
-    old = other.scope
-    if old.parent is not None and old.name in old.parent.reservations:
-        del old.parent.reservations[old.name]
-    object.__setattr__(other, 'scope', module.scope)
+    if _is_descendant(other.scope, module.scope):
+        moved, new_scope = other, module.scope
+    else:
+        moved, new_scope = module, other.scope
+    old_scope = moved.scope
+    object.__setattr__(moved, 'scope', new_scope)
+    for child in moved._state.children.values():
+        scope = getattr(child, 'scope', None)
+        if isinstance(child, Module) and scope is not None and scope.parent is old_scope:
+            if isinstance(scope.name, str):
+                new_scope.reserve(scope.name)
+            # Its rng streams stay those of its old path (Flax derives them when
+            # the scope is made); its variables move.
+            scope.rngs  # noqa: B018  (derives and keeps them now)
+            scope.parent = new_scope
+            scope.path = new_scope.path + (scope.name,)
+
+
+def _is_descendant(scope: Any, ancestor: Any) -> bool:
+    while scope is not None:
+        if scope is ancestor:
+            return True
+        scope = scope.parent
+    return False

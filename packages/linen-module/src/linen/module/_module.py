@@ -100,7 +100,15 @@ def _map_submodules(value: Any, fn: Callable[[str, Any], Any], suffix: str = '')
         items = [_map_submodules(v, fn, f'{suffix}_{i}') for i, v in enumerate(value)]
         return tuple(items)
     if isinstance(value, Mapping) and not isinstance(value, Scope):
-        return type(value)({k: _map_submodules(v, fn, f'{suffix}_{k}') for k, v in value.items()})  # type: ignore[call-arg]
+        keys = list(value)
+        try:
+            # Visited in sorted key order, as JAX flattens a dict: of a module held
+            # under two keys, the first key in that order names it.
+            order = sorted(keys)
+        except TypeError:
+            order = keys
+        mapped = {k: _map_submodules(value[k], fn, f'{suffix}_{k}') for k in order}
+        return type(value)({k: mapped[k] for k in keys})  # type: ignore[call-arg]
     return value
 
 
@@ -150,6 +158,48 @@ def _might_hold_modules(value: Any) -> bool:
         if not holds:
             _NON_HOLDERS.add(kind)
     return holds
+
+
+# root scope -> {id(original): (original, adopted clone)}: one per binding.
+_ADOPTION_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _adoption_cache(scope: Scope) -> dict[int, tuple[Module, Module]]:
+    root = scope.root
+    cache = _ADOPTION_CACHES.get(root)
+    if cache is None:
+        cache = _ADOPTION_CACHES[root] = {}
+    return cache
+
+
+def _adopt_field_submodules(module: Module, d: dict) -> None:
+    """Adopt the Modules held in ``module``'s fields, now that it has a scope.
+
+    Done when the module is bound, before any method runs (as in Flax), so the
+    order in which parents adopt a shared module does not depend on which method
+    runs first, and ``bound.field`` is the bound submodule. The field keeps its
+    original value in the state for ``clone``, which adopts it afresh.
+    """
+    holders = _HOLDER_TYPES
+    non_holders = _NON_HOLDERS
+    for field_name in type(module)._field_names:  # type: ignore[attr-defined]
+        value = d.get(field_name)
+        kind = type(value)
+        if kind in non_holders:
+            continue
+        if (kind is tuple or kind is list) and non_holders.issuperset(map(type, value)):
+            continue  # axes, feature tuples: plain values, no Module inside
+        holds = holders.get(kind)
+        if holds is None:
+            holds = _might_hold_modules(value)
+        if holds and _contains_module(value):
+            adopted = module._register_submodules(field_name, value)
+            if adopted is not value:
+                state = d['_state']
+                if state.field_origins is None:
+                    state.field_origins = {}
+                state.field_origins[field_name] = value
+                d[field_name] = adopted
 
 
 if typing.TYPE_CHECKING:
@@ -208,6 +258,7 @@ class Module(_DataclassLike):
         # The frozen dataclass writes fields with object.__setattr__ (fast); our
         # own __setattr__ then governs assignment after construction.
         cls.__setattr__ = Module.__setattr__  # type: ignore[method-assign]
+        cls.__hash__ = _guard_hash(cls.__hash__)  # type: ignore[method-assign]
         cls.__delattr__ = Module.__delattr__  # type: ignore[method-assign]
         _wrap_methods(cls)
         guard_descriptors(cls)
@@ -240,6 +291,10 @@ class Module(_DataclassLike):
         if not isinstance(parent, Module):
             if isinstance(parent, Scope):
                 d['scope'] = parent
+                getter = type(self)._field_getter  # type: ignore[attr-defined]
+                if getter is not None and not _NON_HOLDERS.issuperset(map(type, getter(d))):
+                    _adopt_field_submodules(self, d)
+                d['_state'].initialized = True
                 return
             raise errors.LinenError(
                 f'{type(self).__name__}(parent=...) must be a Module, a Scope or None; '
@@ -252,7 +307,7 @@ class Module(_DataclassLike):
         if parent.scope is None:
             # The parent is unbound: this module is bound when the parent is.
             return
-        if not (pstate.in_setup or pstate.in_compact_method):
+        if pstate.initialized and not (pstate.in_setup or pstate.in_compact_method):
             raise errors.AssignSubModuleError(type(self).__name__)
         name = d['name']
         pscope = parent.scope
@@ -280,12 +335,23 @@ class Module(_DataclassLike):
         if in_compact:
             pstate.compact_children.add(name)
         d['scope'] = pscope.push(name, reuse=in_compact)
+        # One C-level pass over the field types when no field can hold a Module
+        # (the usual case: a module made inline in a compact method, every call).
+        getter = type(self)._field_getter  # type: ignore[attr-defined]
+        if getter is not None and not _NON_HOLDERS.issuperset(map(type, getter(d))):
+            _adopt_field_submodules(self, d)
+        d['_state'].initialized = True
 
     # -- attributes ------------------------------------------------------------
 
     def __setattr__(self, name: str, value: Any) -> None:
         state = self.__dict__.get('_state')
         if state is None or not state.in_setup:
+            # Until it is attached or bound, a module is a plain dataclass: a
+            # subclass's ``__post_init__`` sets attributes before calling super's.
+            if state is None or not state.initialized or name.startswith('__'):
+                object.__setattr__(self, name, value)
+                return
             raise errors.SetAttributeFrozenModuleError(type(self).__name__, name, value)
         if name in type(self)._field_names or name in ('parent', 'name'):  # type: ignore[attr-defined]
             raise errors.SetAttributeInModuleSetupError()
@@ -294,6 +360,10 @@ class Module(_DataclassLike):
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
+        state = self.__dict__.get('_state')
+        if state is None or not state.initialized:
+            object.__delattr__(self, name)
+            return
         raise errors.SetAttributeFrozenModuleError(type(self).__name__, name)
 
     def __getattr__(self, name: str) -> Any:
@@ -323,6 +393,8 @@ class Module(_DataclassLike):
         raise AttributeError(f'"{type(self).__name__}" object has no attribute "{name}".{hint}')
 
     def __dir__(self) -> list[str]:
+        # Attributes defined in setup are listed too (setup runs, as on access).
+        self._try_setup()
         return sorted(set(super().__dir__()))
 
     # -- setup -----------------------------------------------------------------
@@ -334,47 +406,28 @@ class Module(_DataclassLike):
         state = self._state
         if state.setup_called or state.in_setup or self.scope is None:
             return
-        cls = type(self)
-        if cls.setup is Module.setup:
-            # Runs for every module's first call (each call, for modules made
-            # inline in a compact method): one C-level pass over the field types
-            # when no field can hold a Module and there is no setup to run.
-            getter = cls._field_getter  # type: ignore[attr-defined]
-            if getter is None or _NON_HOLDERS.issuperset(map(type, getter(self.__dict__))):
-                state.setup_called = True
-                return
+        if type(self).setup is Module.setup:
+            # (fields holding Modules were adopted when the module was bound)
+            state.setup_called = True
+            return
         state.in_setup = True
         _stack.modules.append(self)
         try:
-            # Modules passed as fields are adopted under the field's name. This
-            # runs for every module's first call: keep it to a dict lookup per field.
-            d = self.__dict__
-            holders = _HOLDER_TYPES
-            non_holders = _NON_HOLDERS
-            for field_name in type(self)._field_names:  # type: ignore[attr-defined]
-                value = d.get(field_name)
-                kind = type(value)
-                if kind in non_holders:
-                    continue
-                if (kind is tuple or kind is list) and non_holders.issuperset(map(type, value)):
-                    continue  # axes, feature tuples: plain values, no Module inside
-                holds = holders.get(kind)
-                if holds is None:
-                    holds = _might_hold_modules(value)
-                if holds and _contains_module(value):
-                    adopted = self._register_submodules(field_name, value)
-                    if adopted is not value:
-                        object.__setattr__(self, field_name, adopted)
-            if type(self).setup is not Module.setup:
-                self.setup()
+            self.setup()
             state.setup_called = True
         finally:
             state.in_setup = False
             _stack.modules.pop()
 
     def _register_submodules(self, name: str, value: Any) -> Any:
+        """Attach the Modules in ``value`` (an attribute or field called ``name``) to self.
+
+        A module made outside any module (``parent=None``) is cloned first, once per
+        binding: the same object handed to two parents is one submodule, owned by
+        the parent that adopts it first and shared by the other, as in Flax.
+        """
         queue: list[Module] = []
-        cache: dict[int, Module] = {}
+        cache = _adoption_cache(self.scope)
         preserve = getattr(type(self), 'preserve_adopted_names', None)
         if preserve is None:
             preserve = config.linen_preserve_adopted_names
@@ -387,10 +440,11 @@ class Module(_DataclassLike):
                 # keeps a name it was given (config systems name modules so).
                 if preserve:
                     kept_name = module.__dict__['name']
-                key = id(module)
-                if key not in cache:
-                    cache[key] = module.clone(parent=None, name=None, _deep_clone=True)
-                module = cache[key]
+                entry = cache.get(id(module))
+                if entry is None:
+                    # (the original is kept alive with its clone: its id stays unique)
+                    entry = cache[id(module)] = (module, module.clone(parent=None, name=None))
+                module = entry[1]
             # Unnamed modules (made in some setup, not attached yet) belong to the
             # module that holds them.
             if module.__dict__['name'] is None:
@@ -418,7 +472,12 @@ class Module(_DataclassLike):
         scope = self.scope
         if scope is None:
             scope = self._bound_scope(f'create parameter "{name}" on unbound modules')
-        if name in self._state.children and not isinstance(self._state.children[name], str):
+        state = self._state
+        if not (state.in_compact_method or state.in_setup) and state.initialized:
+            raise errors.InitializeVariableOutsideSetupError(
+                'Parameters', name, type(self).__name__
+            )
+        if name in state.children and not isinstance(state.children[name], str):
             raise errors.NameInUseError('param', name, type(self).__name__)
         try:
             return scope.param(name, init_fn, *init_args, unbox=unbox, **init_kwargs)
@@ -439,7 +498,12 @@ class Module(_DataclassLike):
     ) -> Variable:
         """A :class:`Variable` of collection ``col``, created with ``init_fn(*init_args)``."""
         scope = self._bound_scope(f'create variable "{col}/{name}" on unbound modules')
-        if name in self._state.children and not isinstance(self._state.children[name], str):
+        state = self._state
+        if not (state.in_compact_method or state.in_setup) and state.initialized:
+            raise errors.InitializeVariableOutsideSetupError(
+                'Variables', f'{col}/{name}', type(self).__name__
+            )
+        if name in state.children and not isinstance(state.children[name], str):
             raise errors.NameInUseError('variable', name, type(self).__name__)
         try:
             return scope.variable(col, name, init_fn, *init_args, unbox=unbox, **init_kwargs)
@@ -518,7 +582,7 @@ class Module(_DataclassLike):
             if scope.has_variable(collection, name):
                 old = scope.get_variable(collection, name)
                 return jax.tree_util.tree_map(lambda a, b: a + b, value, old)
-            raise errors.ScopeVariableNotFoundError(name, collection, scope.path_text)
+            raise errors.PerturbationNotFoundError(collection, name, scope.path_text)
         return value
 
     # -- cloning and binding -----------------------------------------------------
@@ -527,24 +591,38 @@ class Module(_DataclassLike):
         self,
         *,
         parent: Any = None,
-        _deep_clone: bool = False,
+        _deep_clone: bool | dict = False,
         _reset_names: bool = False,
         **updates: Any,
     ) -> Module:
-        """A new unbound (or re-parented) instance with the same fields, updated by ``updates``."""
-        attrs = {f: self.__dict__[f] for f in type(self)._field_names}  # type: ignore[attr-defined]
-        attrs['name'] = None if _reset_names else self.__dict__['name']
-        if _deep_clone and not _NON_HOLDERS.issuperset(map(type, attrs.values())):
+        """A new unbound (or re-parented) instance with the same fields, updated by ``updates``.
+
+        Fields whose Modules this module adopted hold what was given (the new
+        instance adopts them itself). ``_deep_clone`` clones those Modules too
+        (once each: a module held in two places stays shared); ``_reset_names``
+        also forgets the names of the clones.
+        """
+        d = self.__dict__
+        attrs = {f: d[f] for f in type(self)._field_names}  # type: ignore[attr-defined]
+        origins = self._state.field_origins
+        if origins is not None:
+            attrs.update(origins)
+        attrs['name'] = None if _reset_names else d['name']
+        if _deep_clone is not False and not _NON_HOLDERS.issuperset(map(type, attrs.values())):
+            cache: dict = _deep_clone if isinstance(_deep_clone, dict) else {}
+
+            def clone_once(_: str, m: Module) -> Module:
+                if not (m.parent is None or isinstance(m.parent, Scope) or m.scope is None):
+                    return m  # a submodule bound elsewhere stays what it is
+                entry = cache.get(id(m))
+                if entry is None:
+                    clone = m.clone(parent=None, _deep_clone=cache, _reset_names=_reset_names)
+                    entry = cache[id(m)] = (m, clone)
+                return entry[1]
+
             for key, value in attrs.items():
                 if _might_hold_modules(value):
-                    attrs[key] = _map_submodules(
-                        value,
-                        lambda _, m: (
-                            m.clone(parent=None, _deep_clone=True)
-                            if m.parent is None or isinstance(m.parent, Scope) or m.scope is None
-                            else m
-                        ),
-                    )
+                    attrs[key] = _map_submodules(value, clone_once)
                     if isinstance(value, list):
                         attrs[key] = list(attrs[key])
         attrs.update(updates)
@@ -564,7 +642,7 @@ class Module(_DataclassLike):
         if self.scope is None:
             raise errors.CallUnbindOnUnboundModuleError()
         self._try_setup()
-        return self.clone(parent=None, _deep_clone=True), thaw(self.variables)
+        return self.clone(parent=None, _deep_clone=True, _reset_names=True), thaw(self.variables)
 
     # -- init / apply --------------------------------------------------------------
 
@@ -581,12 +659,21 @@ class Module(_DataclassLike):
             return call
         if isinstance(method, str):
             attr = getattr(type(self), method, None)
-            if attr is None or not callable(attr):
-                raise errors.ApplyModuleInvalidMethodError(method, type(self).__name__)
-            return attr
+            if isinstance(attr, types.FunctionType):
+                return attr
+            # Flax looks the name up on the instance: a missing name raises its
+            # AttributeError, a submodule field runs that submodule.
+            value = getattr(self, method)
+            if isinstance(value, Module):
+                return functools.partial(_call_attribute, method)
+            if not callable(value):
+                raise errors.ApplyModuleMethodNotCallableError(
+                    type(self).__name__, method, type(value)
+                )
+            method = value
         if inspect.ismethod(method) and isinstance(method.__self__, Module):
             return method.__func__
-        if callable(method):
+        if callable(method) and _takes_the_module(method):
             return method
         raise errors.ApplyModuleInvalidMethodError(method, type(self).__name__)
 
@@ -736,6 +823,19 @@ class Module(_DataclassLike):
         return scopes
 
 
+def _call_attribute(name: str, module: Module, *args: Any, **kwargs: Any) -> Any:
+    """``apply(method='sub')`` for a submodule ``sub``: call it on the bound module."""
+    return getattr(module, name)(*args, **kwargs)
+
+
+def _takes_the_module(fn: Callable) -> bool:
+    """Whether ``fn`` can take the module as its first argument (Flax rejects ``lambda: x``)."""
+    code = getattr(fn, '__code__', None)
+    if code is None:
+        return True  # a partial, a callable object: let the call decide
+    return code.co_argcount > 0 or bool(code.co_flags & inspect.CO_VARARGS)
+
+
 def _zeros_like(x):
     import jax.numpy as jnp
 
@@ -776,6 +876,21 @@ def _wrap_methods(cls: type) -> None:
         if getattr(value, 'nowrap', False) or getattr(value, 'method_handler_wrapped', False):
             continue
         setattr(cls, key, _wrap_method(value))
+
+
+def _guard_hash(hash_fn: Callable) -> Callable:
+    """A bound module is not hashable (its variables may change), as in Flax."""
+    if getattr(hash_fn, '_linen_guarded', False):
+        return hash_fn
+
+    @functools.wraps(hash_fn)
+    def guarded(self) -> int:
+        if self.__dict__.get('scope') is not None:
+            raise errors.HashBoundModuleError()
+        return hash_fn(self)
+
+    guarded._linen_guarded = True  # type: ignore[attr-defined]
+    return guarded
 
 
 def _guard_setup(setup: Callable) -> Callable:

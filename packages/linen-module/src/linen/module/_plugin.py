@@ -15,6 +15,7 @@ _EXPORTS = {
     'merge_param': 'linen.module._functional:merge_param',
     'share_scope': 'linen.module._functional:share_scope',
     'intercept_methods': 'linen.module._intercept:intercept_methods',
+    'kw_only_dataclasses': 'linen.module.kw_only_dataclasses',
     'Variable': 'linen.core:Variable',
     'module': 'linen.module',
 }
