@@ -18,6 +18,7 @@ from linen.core import _bus
 from linen.core.config import config
 from linen.core.hookspecs import hookimpl
 from linen.module import _dispatch, derive_profiling_name
+from linen.module.hookspecs import MethodWrapper
 
 
 def ones_init(key, shape):
@@ -91,7 +92,9 @@ def test_wrapper_plugin_sees_every_wrapped_call(labels_off, plugin):
 
     def wrapper(next_fn, args, kwargs, context):
         calls.append((type(context.module).__name__, context.module.path, context.method_name))
-        assert context.orig_method is context.method
+        # the plain function; Flax's bound ``orig_method`` is the interceptors' context
+        assert not hasattr(context, 'orig_method')
+        assert getattr(type(context.module), context.method_name).__wrapped__ is context.method
         return next_fn(*args, **kwargs)
 
     plugin(types.SimpleNamespace(linen_method_wrapper=hookimpl(lambda: wrapper)), 'test-wrap')
@@ -120,6 +123,34 @@ def test_wrapper_plugin_can_change_args_and_result(labels_off, plugin):
     x = jnp.array([1.0, 2.0])
     y = Leaf().apply({'params': {'w': jnp.array([2.0, 3.0])}}, x)
     np.testing.assert_allclose(y, x * 10 * jnp.array([2.0, 3.0]) + 1)
+
+
+def test_method_wrapper_options(labels_off, plugin):
+    seen = []
+
+    def on_unbound(next_fn, args, kwargs, context):
+        seen.append(('unbound-too', context.method_name, context.module.scope is None))
+        return next_fn(*args, **kwargs)
+
+    def bound_only(next_fn, args, kwargs, context):
+        seen.append(('bound-only', context.method_name, context.module.scope is None))
+        return next_fn(*args, **kwargs)
+
+    wrappers = [MethodWrapper(on_unbound, wraps_unbound=True), bound_only]  # a plain callable too
+    for i, wrapper in enumerate(wrappers):
+        plugin(types.SimpleNamespace(linen_method_wrapper=hookimpl(lambda w=wrapper: w)), f'w{i}')
+
+    class Plain(nn.Module):
+        def triple(self, x):
+            return 3 * x
+
+    assert Plain().triple(2) == 6  # unbound: only the wrapper that asks for it
+    assert seen == [('unbound-too', 'triple', True)]
+    seen.clear()
+    assert Plain().apply({}, 2, method='triple') == 6
+    assert sorted(seen) == [('bound-only', 'triple', False), ('unbound-too', 'triple', False)]
+    assert {type(w) for w in _dispatch.active_wrappers()} == {MethodWrapper}
+    assert not _dispatch.wrappers_are_relative()  # neither has an at_boundary half
 
 
 def test_wrapper_returning_none_is_inactive(labels_off, plugin):

@@ -2,7 +2,7 @@ import pytest
 
 from linen.core._bus import import_string
 from linen.profiling import _plugin, _state
-from linen.profiling._labels import label_method_call
+from linen.profiling._labels import label_at_boundary, label_method_call
 
 
 @pytest.fixture(autouse=True)
@@ -23,7 +23,9 @@ def test_exports_resolve_to_the_public_objects():
 
 def test_wrapper_only_while_labels_are_on():
     with _state.override_named_call(True):
-        assert _plugin.linen_method_wrapper() is label_method_call
+        wrapper = _plugin.linen_method_wrapper()
+        assert wrapper.wrap is label_method_call
+        assert wrapper.at_boundary is label_at_boundary
     with _state.override_named_call(False):
         assert _plugin.linen_method_wrapper() is None
 

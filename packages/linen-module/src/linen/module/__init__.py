@@ -1,9 +1,11 @@
 """linen.module: the dataclass ``Module``, ``setup``/``@compact``, ``init``/``apply``.
 
-``_module.py`` holds the Module class and its method dispatcher; ``_dispatch.py``
-the cached chain of method wrappers contributed through the
-``linen_method_wrapper`` hook (``hookspecs.py``); ``_intercept.py`` and
-``_capture.py`` are two such wrappers, registered as plugins like any other.
+``_module.py`` holds the Module class (construction, adoption of submodules,
+variables, ``init``/``apply``); ``_dispatch.py`` the method dispatcher and the
+cached chain of method wrappers contributed through the ``linen_method_wrapper``
+hook (``hookspecs.py``, which also defines :class:`MethodWrapper`);
+``_intercept.py`` and ``_capture.py`` are two such wrappers, registered as
+plugins like any other; ``_profiling_name.py`` calls the profiling-name hook.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from linen.module._module import Module as Module
 from linen.module._module import compact as compact
 from linen.module._module import compact_name_scope as compact_name_scope
 from linen.module._module import nowrap as nowrap
-from linen.module._names import derive_profiling_name as derive_profiling_name
+from linen.module._profiling_name import derive_profiling_name as derive_profiling_name
 from linen.module._state import module_stack as module_stack
+from linen.module.hookspecs import MethodWrapper as MethodWrapper
 
 __all__ = [
     '__version__',
     'MethodCallContext',
+    'MethodWrapper',
     'Module',
     'Variable',
     'apply',

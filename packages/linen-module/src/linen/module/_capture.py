@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from linen.core.hookspecs import hookimpl
 from linen.module._dispatch import invalidate_method_wrappers
+from linen.module.hookspecs import MethodWrapper
 
 _filter: contextvars.ContextVar[Callable | None] = contextvars.ContextVar(
     'linen_capture_intermediates', default=None
@@ -43,6 +44,9 @@ def _capture(next_fn, args, kwargs, context):
     return y
 
 
+_CAPTURE = MethodWrapper(_capture)
+
+
 @hookimpl
-def linen_method_wrapper():
-    return _capture if _filter.get() is not None else None
+def linen_method_wrapper() -> MethodWrapper | None:
+    return _CAPTURE if _filter.get() is not None else None

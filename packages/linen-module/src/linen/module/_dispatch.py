@@ -4,11 +4,12 @@ Every wrapped Module method enters :func:`_call_wrapped_method`, which does the
 Module bookkeeping (lazy setup, compact state, the module stack) and runs the
 call through the chain of method wrappers.
 
-Wrappers come from the ``linen_method_wrapper`` hook. The composed chain is
-cached per context (a ContextVar, so threads and asyncio tasks that activate a
-wrapper do not affect each other) and tagged with a global generation that
-changes when plugins change; with no active wrapper the cached value is
-``None`` and the dispatcher calls the method directly.
+Wrappers come from the ``linen_method_wrapper`` hook, as
+:class:`~linen.module.hookspecs.MethodWrapper` values. The composed chain (a
+:class:`_Chain`) is cached per context (a ContextVar, so threads and asyncio
+tasks that activate a wrapper do not affect each other) and tagged with the
+plugin generation, which changes when plugins change; with no active wrapper
+the cached value is ``None`` and the dispatcher calls the method directly.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from linen.core import errors, plugin_bus
 from linen.module._state import _stack
+from linen.module.hookspecs import MethodWrapper
 
 __all__ = [
     'invalidate_method_wrappers',
@@ -30,8 +32,23 @@ __all__ = [
     'MethodCallContext',
 ]
 
-_generation = [0]
-_chain: contextvars.ContextVar[tuple[int, Any] | None] = contextvars.ContextVar(
+
+class _PluginGeneration:
+    """Counts plugin changes, process-wide.
+
+    Unlike the switches that activate a wrapper (ContextVars of their plugins),
+    the set of registered plugins is one for the whole process: every context's
+    cached chain is stale when it changes.
+    """
+
+    __slots__ = ('value',)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
+_plugins = _PluginGeneration()
+_chain: contextvars.ContextVar[tuple[int, _Chain | None] | None] = contextvars.ContextVar(
     'linen_method_wrapper_chain', default=None
 )
 
@@ -39,7 +56,7 @@ _chain: contextvars.ContextVar[tuple[int, Any] | None] = contextvars.ContextVar(
 def invalidate_method_wrappers(everywhere: bool = False) -> None:
     """Rebuild the wrapper chain on the next call (this context, or every context)."""
     if everywhere:
-        _generation[0] += 1
+        _plugins.value += 1
     _chain.set(None)
 
 
@@ -47,7 +64,12 @@ plugin_bus.on_plugins_changed(lambda: invalidate_method_wrappers(everywhere=True
 
 
 class MethodCallContext:
-    """The ``context`` argument of a wrapper (Flax's interceptor context fields too)."""
+    """The ``context`` argument of a wrapper: the module, the method's name and function.
+
+    ``method`` is the plain function (call it with the module first);
+    :class:`~linen.module._intercept.InterceptorContext`, what a Flax-style
+    interceptor sees, has ``orig_method`` bound to the module instead.
+    """
 
     __slots__ = ('module', 'method_name', 'method')
 
@@ -56,57 +78,69 @@ class MethodCallContext:
         self.method_name = method_name
         self.method = method
 
-    @property
-    def orig_method(self) -> Callable:
-        return self.method
-
     def __repr__(self) -> str:
         return f'MethodCallContext({type(self.module).__name__}.{self.method_name})'
 
 
 class _Link:
-    __slots__ = ('wrapper', 'next_fn', 'context')
+    __slots__ = ('wrap', 'next_fn', 'context')
 
-    def __init__(self, wrapper, next_fn, context):
-        self.wrapper = wrapper
+    def __init__(self, wrap, next_fn, context):
+        self.wrap = wrap
         self.next_fn = next_fn
         self.context = context
 
     def __call__(self, *args, **kwargs):
-        return self.wrapper(self.next_fn, args, kwargs, self.context)
+        return self.wrap(self.next_fn, args, kwargs, self.context)
 
 
-def _compose(wrappers: tuple[Callable, ...]) -> Callable:
-    # (the wrappers tuple is reachable as run.wrappers, see active_wrappers)
-    if len(wrappers) == 1:
+class _Chain:
+    """The active wrappers, composed once per (context, plugin generation).
+
+    Attributes:
+      run: ``run(fun, module, method_name, args, kwargs)``, the call through every wrapper.
+      wrappers: the :class:`MethodWrapper` values, outermost first.
+      unbound: the chain for calls on unbound modules (only the wrappers that ask
+        for them), or None.
+      relative: whether every wrapper has an ``at_boundary`` half.
+      boundary: ``boundary(fn, module, method_name, method, args, kwargs)`` running
+        the ``at_boundary`` halves around a compiled call, or None.
+    """
+
+    __slots__ = ('run', 'wrappers', 'unbound', 'relative', 'boundary')
+
+    def __init__(self, wrappers: tuple[MethodWrapper, ...]):
+        self.wrappers = wrappers
+        self.run = _compose(tuple(w.wrap for w in wrappers))
+        # Calls on unbound modules run only the wrappers that ask for them (Flax
+        # runs its interceptors there, but no profiling names or captures).
+        unbound = tuple(w for w in wrappers if w.wraps_unbound)
+        self.unbound = None if not unbound else (self if unbound == wrappers else _Chain(unbound))
+        halves = tuple(w.at_boundary for w in wrappers if w.at_boundary is not None)
+        self.relative = len(halves) == len(wrappers)
+        self.boundary = _compose_boundary(halves) if halves else None
+
+
+def _compose(wraps: tuple[Callable, ...]) -> Callable:
+    if len(wraps) == 1:
         # The usual chain (profiling labels alone): no links. A partial is called
         # from C, so the method runs with no extra Python frame.
-        (only,) = wrappers
+        (only,) = wraps
 
         def run(fun, module, method_name, args, kwargs):
             context = MethodCallContext(module, method_name, fun)
             return only(functools.partial(fun, module), args, kwargs, context)
 
-    else:
+        return run
 
-        def run(fun, module, method_name, args, kwargs):
-            context = MethodCallContext(module, method_name, fun)
-            next_fn: Callable = functools.partial(fun, module)
-            for wrapper in reversed(wrappers):
-                next_fn = _Link(wrapper, next_fn, context)
-            return next_fn(*args, **kwargs)
+    def run_all(fun, module, method_name, args, kwargs):
+        context = MethodCallContext(module, method_name, fun)
+        next_fn: Callable = functools.partial(fun, module)
+        for wrap in reversed(wraps):
+            next_fn = _Link(wrap, next_fn, context)
+        return next_fn(*args, **kwargs)
 
-    run.wrappers = wrappers  # type: ignore[attr-defined]
-    # Calls on unbound modules run only the wrappers that ask for them (Flax runs
-    # its interceptors there, but no profiling names or captures).
-    unbound = tuple(w for w in wrappers if getattr(w, 'wraps_unbound', False))
-    run.unbound = (  # type: ignore[attr-defined]
-        None if not unbound else (run if unbound == wrappers else _compose(unbound))
-    )
-    halves = tuple(h for h in (getattr(w, 'at_boundary', None) for w in wrappers) if h)
-    run.relative = len(halves) == len(wrappers)  # type: ignore[attr-defined]
-    run.boundary = _compose_boundary(halves) if halves else None  # type: ignore[attr-defined]
-    return run
+    return run_all
 
 
 def _compose_boundary(halves: tuple[Callable, ...]) -> Callable:
@@ -120,19 +154,25 @@ def _compose_boundary(halves: tuple[Callable, ...]) -> Callable:
     return run
 
 
-def _build() -> Callable | None:
+def _as_method_wrapper(result: Any) -> MethodWrapper:
+    # A plain callable is a wrapper with no options (see the hook's spec).
+    return result if isinstance(result, MethodWrapper) else MethodWrapper(result)
+
+
+def _build() -> _Chain | None:
     pm = plugin_bus.get_plugin_manager()
     hook = getattr(pm.hook, 'linen_method_wrapper', None)
     if hook is None or not hook.get_hookimpls():
         return None
-    wrappers = tuple(w for w in plugin_bus.call_hook('linen_method_wrapper') if w is not None)
-    return _compose(wrappers) if wrappers else None
+    results = plugin_bus.call_hook('linen_method_wrapper')
+    wrappers = tuple(_as_method_wrapper(w) for w in results if w is not None)
+    return _Chain(wrappers) if wrappers else None
 
 
-def active_wrappers() -> tuple[Callable, ...]:
+def active_wrappers() -> tuple[MethodWrapper, ...]:
     """The wrappers active in this context (a cache key for tracing transforms)."""
-    runner = get_runner()
-    return () if runner is None else runner.wrappers  # type: ignore[attr-defined]
+    chain = get_runner()
+    return () if chain is None else chain.wrappers
 
 
 def wrappers_are_relative() -> bool:
@@ -142,8 +182,8 @@ def wrappers_are_relative() -> bool:
     transform does not depend on the instance's name or path, so the transform's
     cache need not key on them.
     """
-    runner = get_runner()
-    return runner is None or runner.relative  # type: ignore[attr-defined]
+    chain = get_runner()
+    return chain is None or chain.relative
 
 
 def call_at_boundary(
@@ -151,28 +191,27 @@ def call_at_boundary(
 ) -> Any:
     """Run ``fn(*args, **kwargs)``, a compiled transform standing for one method call.
 
-    The boundary halves of the active wrappers (a wrapper's ``at_boundary``
-    attribute, same signature as the wrapper) run around it, with the context of
-    ``module.method_name``. A half does outside the compiled function what
-    depends on the instance (a profiling label: its name), and arranges that its
-    wrapper, on the call of ``method`` that the transform makes inside, leaves
+    The ``at_boundary`` halves of the active wrappers run around it, with the
+    context of ``module.method_name``. A half does outside the compiled function
+    what depends on the instance (a profiling label: its name), and arranges that
+    its wrapper, on the call of ``method`` that the transform makes inside, leaves
     that part out: so one compiled function serves every instance of a class.
     """
-    runner = get_runner()
-    boundary = None if runner is None else runner.boundary  # type: ignore[attr-defined]
+    chain = get_runner()
+    boundary = None if chain is None else chain.boundary
     if boundary is None:
         return fn(*args, **kwargs)
     return boundary(fn, module, method_name, method, args, kwargs)
 
 
-def get_runner() -> Callable | None:
+def get_runner() -> _Chain | None:
     """The composed wrapper chain for this context, or None when nothing wraps."""
     entry = _chain.get()
-    if entry is not None and entry[0] == _generation[0]:
+    if entry is not None and entry[0] == _plugins.value:
         return entry[1]
-    runner = _build()
-    _chain.set((_generation[0], runner))
-    return runner
+    chain = _build()
+    _chain.set((_plugins.value, chain))
+    return chain
 
 
 # ------------------------------------------------------------- the dispatcher
@@ -182,10 +221,6 @@ def _wrap_method(fun: Callable) -> Callable:
     """The dispatcher entry for one method, made once per class attribute."""
     is_compact = bool(getattr(fun, 'compact', False))
     method_name = fun.__name__
-    if getattr(fun, 'compact_name_scope', False):
-        from linen.module._module import _wrap_compact_name_scope
-
-        return _wrap_compact_name_scope(fun)
 
     @functools.wraps(fun)
     def wrapped(self, *args, **kwargs):
@@ -220,9 +255,9 @@ def _call_wrapped_method(self, fun, method_name, is_compact, args, kwargs):
     if scope is None:
         if is_compact:
             raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
-        runner = get_runner()
-        if runner is not None and runner.unbound is not None:
-            return runner.unbound(fun, self, method_name, args, kwargs)
+        chain = get_runner()
+        if chain is not None and chain.unbound is not None:
+            return chain.unbound.run(fun, self, method_name, args, kwargs)
         return fun(self, *args, **kwargs)
     state = self._state
     if not state.setup_called:
@@ -234,10 +269,10 @@ def _call_wrapped_method(self, fun, method_name, is_compact, args, kwargs):
     stack.append(self)
     try:
         entry = _chain.get()
-        runner = entry[1] if entry is not None and entry[0] == _generation[0] else get_runner()
-        if runner is None:
+        chain = entry[1] if entry is not None and entry[0] == _plugins.value else get_runner()
+        if chain is None:
             return fun(self, *args, **kwargs)
-        return runner(fun, self, method_name, args, kwargs)
+        return chain.run(fun, self, method_name, args, kwargs)
     finally:
         stack.pop()
         if is_compact:

@@ -16,6 +16,7 @@ from typing import Any
 
 from linen.core.hookspecs import hookimpl
 from linen.module._dispatch import invalidate_method_wrappers
+from linen.module.hookspecs import MethodWrapper
 
 _interceptors: contextvars.ContextVar[tuple[Callable, ...]] = contextvars.ContextVar(
     'linen_interceptors', default=()
@@ -81,9 +82,9 @@ def _bind(interceptor, next_fn, context):
 
 
 # Flax runs interceptors for calls on unbound modules too.
-_run_interceptors.wraps_unbound = True  # type: ignore[attr-defined]
+_INTERCEPT = MethodWrapper(_run_interceptors, wraps_unbound=True)
 
 
 @hookimpl
-def linen_method_wrapper():
-    return _run_interceptors if _interceptors.get() else None
+def linen_method_wrapper() -> MethodWrapper | None:
+    return _INTERCEPT if _interceptors.get() else None

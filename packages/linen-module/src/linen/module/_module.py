@@ -182,7 +182,7 @@ def _adopt_field_submodules(module: Module, d: dict) -> None:
     """
     holders = _HOLDER_TYPES
     non_holders = _NON_HOLDERS
-    for field_name in type(module)._field_names:  # type: ignore[attr-defined]
+    for field_name in type(module)._field_names:
         value = d.get(field_name)
         kind = type(value)
         if kind in non_holders:
@@ -237,6 +237,10 @@ class Module(_DataclassLike):
         # Keyword-only fields every subclass gets (added by __init_subclass__).
         parent: Module | Scope | None = dataclasses.field(kw_only=True, default=None)
         name: str | None = dataclasses.field(kw_only=True, default=None)
+        # Set on each subclass by __init_subclass__: the fields a user sets, and
+        # instance __dict__ -> their values in one C call (None: no fields).
+        _field_names: typing.ClassVar[tuple[str, ...]]
+        _field_getter: typing.ClassVar[Callable[[dict], tuple] | None]
 
     # -- class creation --------------------------------------------------------
 
@@ -262,12 +266,11 @@ class Module(_DataclassLike):
         cls.__delattr__ = Module.__delattr__  # type: ignore[method-assign]
         _wrap_methods(cls)
         guard_descriptors(cls)
-        cls._field_names = tuple(  # type: ignore[attr-defined]
+        cls._field_names = tuple(
             f.name for f in dataclasses.fields(cls) if f.init and f.name not in ('parent', 'name')
         )
-        names = cls._field_names  # type: ignore[attr-defined]
-        # instance __dict__ -> tuple of field values, in one C call (None: no fields)
-        cls._field_getter = (  # type: ignore[attr-defined]
+        names = cls._field_names
+        cls._field_getter = (
             None
             if not names
             else operator.itemgetter(*names)
@@ -291,7 +294,7 @@ class Module(_DataclassLike):
         if not isinstance(parent, Module):
             if isinstance(parent, Scope):
                 d['scope'] = parent
-                getter = type(self)._field_getter  # type: ignore[attr-defined]
+                getter = type(self)._field_getter
                 if getter is not None and not _NON_HOLDERS.issuperset(map(type, getter(d))):
                     _adopt_field_submodules(self, d)
                 d['_state'].initialized = True
@@ -337,7 +340,7 @@ class Module(_DataclassLike):
         d['scope'] = pscope.push(name, reuse=in_compact)
         # One C-level pass over the field types when no field can hold a Module
         # (the usual case: a module made inline in a compact method, every call).
-        getter = type(self)._field_getter  # type: ignore[attr-defined]
+        getter = type(self)._field_getter
         if getter is not None and not _NON_HOLDERS.issuperset(map(type, getter(d))):
             _adopt_field_submodules(self, d)
         d['_state'].initialized = True
@@ -353,7 +356,7 @@ class Module(_DataclassLike):
                 object.__setattr__(self, name, value)
                 return
             raise errors.SetAttributeFrozenModuleError(type(self).__name__, name, value)
-        if name in type(self)._field_names or name in ('parent', 'name'):  # type: ignore[attr-defined]
+        if name in type(self)._field_names or name in ('parent', 'name'):
             raise errors.SetAttributeInModuleSetupError()
         if _might_hold_modules(value):
             value = self._register_submodules(name, value)
@@ -603,7 +606,7 @@ class Module(_DataclassLike):
         also forgets the names of the clones.
         """
         d = self.__dict__
-        attrs = {f: d[f] for f in type(self)._field_names}  # type: ignore[attr-defined]
+        attrs = {f: d[f] for f in type(self)._field_names}
         origins = self._state.field_origins
         if origins is not None:
             attrs.update(origins)
@@ -875,13 +878,16 @@ def _wrap_methods(cls: type) -> None:
             continue
         if getattr(value, 'nowrap', False) or getattr(value, 'method_handler_wrapped', False):
             continue
-        setattr(cls, key, _wrap_method(value))
+        if getattr(value, 'compact_name_scope', False):
+            setattr(cls, key, _wrap_compact_name_scope(value))
+        else:
+            setattr(cls, key, _wrap_method(value))
 
 
 def _guard_hash(hash_fn: Callable) -> Callable:
     """A bound module is not hashable (its variables may change), as in Flax."""
-    if getattr(hash_fn, '_linen_guarded', False):
-        return hash_fn
+    if hash_fn in _GUARDED_HASHES:
+        return hash_fn  # inherited, already guarded
 
     @functools.wraps(hash_fn)
     def guarded(self) -> int:
@@ -889,8 +895,11 @@ def _guard_hash(hash_fn: Callable) -> Callable:
             raise errors.HashBoundModuleError()
         return hash_fn(self)
 
-    guarded._linen_guarded = True  # type: ignore[attr-defined]
+    _GUARDED_HASHES.add(guarded)
     return guarded
+
+
+_GUARDED_HASHES: set[Callable] = set()
 
 
 def _guard_setup(setup: Callable) -> Callable:

@@ -5,15 +5,20 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from linen.core import config
+from linen.module._state import ModuleState
+
+
+def _is_module(value: Any) -> bool:
+    # Every Module instance carries its ModuleState (set by __post_init__).
+    return isinstance(getattr(value, '__dict__', {}).get('_state'), ModuleState)
+
 
 def module_repr(module: Any, depth: int = 1) -> str:
     """``ClassName(# attributes ... # children ...)``, children indented.
 
     Modules nested deeper than the ``max_repr_depth`` flag print as ``ClassName(...)``.
     """
-    from linen.core import config
-    from linen.module._module import Module
-
     pad = '    '
     cls = type(module)
     max_depth = config.linen_max_repr_depth
@@ -27,7 +32,7 @@ def module_repr(module: Any, depth: int = 1) -> str:
         value = module.__dict__.get(f.name)
         if f.name == 'name' and value is None:
             continue
-        if isinstance(value, Module):
+        if _is_module(value):
             attrs.append(f'{pad}{f.name} = {_indent(module_repr(value, depth + 1), pad)}')
         else:
             attrs.append(f'{pad}{f.name} = {value!r}')
@@ -37,10 +42,10 @@ def module_repr(module: Any, depth: int = 1) -> str:
     children = [
         (k, v)
         for k, v in module.__dict__.items()
-        if k not in cls._field_names
-        and not k.startswith('_')  # type: ignore[attr-defined]
+        if k not in getattr(cls, '_field_names', ())
+        and not k.startswith('_')
         and k not in ('parent', 'name', 'scope')
-        and isinstance(v, Module)
+        and _is_module(v)
     ]
     if children:
         lines.append(f'{pad}# children')

@@ -39,9 +39,11 @@ from linen.module._dispatch import active_wrappers as active_wrappers
 from linen.module._dispatch import call_at_boundary as call_at_boundary
 from linen.module._dispatch import invalidate_method_wrappers as invalidate_method_wrappers
 from linen.module._dispatch import wrappers_are_relative as wrappers_are_relative
+from linen.module.hookspecs import MethodWrapper as MethodWrapper
 
 __all__ = [
     'MethodCallContext',
+    'MethodWrapper',
     'active_wrappers',
     'call_at_boundary',
     'call_wrapped_method',

@@ -209,9 +209,6 @@ def label_at_boundary(next_fn, args: tuple, kwargs: dict[str, Any], context) -> 
             _emit(path + rel, outer)
 
 
-label_method_call.at_boundary = label_at_boundary  # type: ignore[attr-defined]
-
-
 def label_method_call_hooked(next_fn, args: tuple, kwargs: dict[str, Any], context) -> Any:
     """Like :func:`label_method_call`, asking the name hook for every call (user rules).
 

@@ -29,13 +29,20 @@ def linen_method_wrapper():
     whenever plugins change). While ``tabulate`` records in this context, the
     recording wrapper runs too.
     """
+    from linen.module.hookspecs import MethodWrapper
     from linen.profiling import _recording
 
     recording = _recording.is_recording()
     if not is_named_call_enabled():
-        return _recording.record if recording else None
+        return MethodWrapper(_recording.record) if recording else None
     from linen.profiling import _labels
     from linen.profiling._naming import only_default_rule
 
-    label = _labels.label_method_call if only_default_rule() else _labels.label_method_call_hooked
-    return _recording.record_then(label) if recording else label
+    if recording:
+        label = (
+            _labels.label_method_call if only_default_rule() else _labels.label_method_call_hooked
+        )
+        return MethodWrapper(_recording.record_then(label))
+    if only_default_rule():
+        return MethodWrapper(_labels.label_method_call, at_boundary=_labels.label_at_boundary)
+    return MethodWrapper(_labels.label_method_call_hooked)

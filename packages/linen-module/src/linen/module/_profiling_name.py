@@ -1,4 +1,4 @@
-"""Calling the profiling-name hook."""
+"""The caller of the profiling-name hook (``linen_profiling_name``, see ``hookspecs.py``)."""
 
 from __future__ import annotations
 
