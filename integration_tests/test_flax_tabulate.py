@@ -6,6 +6,7 @@ linen and the Flax versions are the same source text.
 
 from __future__ import annotations
 
+import enum
 import os
 import subprocess
 import sys
@@ -119,6 +120,93 @@ def test_function_form_is_flax_function_form():
     ours = linen_nn.tabulate(models(linen_nn)['Counter'](), jax.random.key(0), console_kwargs=PLAIN)
     theirs = flax_nn.tabulate(models(flax_nn)['Counter'](), jax.random.key(0), console_kwargs=PLAIN)
     assert _parse(ours(*x)) == _parse(theirs(*x))
+
+
+class _Color(enum.Enum):
+    RED = 1
+
+
+def cell_models(nn):
+    """Models whose cells Flax renders in particular ways (partitioning, values, methods)."""
+
+    class Partitioned(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            init = nn.with_partitioning(nn.initializers.ones, ('rows', 'cols'))
+            k = self.param('k', init, (x.shape[-1], 2))
+            logical = nn.with_logical_partitioning(nn.initializers.lecun_normal(), (None, 'mlp'))
+            return nn.Dense(3, kernel_init=logical)(x @ k)
+
+    class Sows(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            h = nn.Dense(3)(x)
+            self.sow('intermediates', 'h', h)
+            self.sow('intermediates', 'h', 2 * h)
+            return h
+
+    class Values(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            self.variable('consts', 'count', lambda: 3)
+            self.variable('consts', 'nothing', lambda: None)
+            self.variable('consts', 'pair', lambda: (jnp.zeros(2), jnp.ones((1, 3))))
+            self.variable('consts', 'flag', lambda: True)
+            return nn.Dense(2)(x)
+
+    class Methods(nn.Module):
+        def setup(self):
+            self.enc = nn.Dense(3)
+            self.dec = nn.Dense(2)
+
+        def __call__(self, x):
+            return self.dec(self.encode(x))
+
+        def encode(self, x):
+            return self.enc(x)
+
+    class Inputs(nn.Module):
+        @nn.compact
+        def __call__(self, x, color=None, scale=1.0, empty=(), table=None):
+            return nn.Dense(2)(x) * scale
+
+    class NoVariables(nn.Module):
+        def __call__(self, x=None):
+            return x
+
+    return {
+        'Partitioned': Partitioned,
+        'Sows': Sows,
+        'Values': Values,
+        'Methods': Methods,
+        'Inputs': Inputs,
+        'NoVariables': NoVariables,
+    }
+
+
+X = jnp.ones((2, 4))
+CELL_CASES = {
+    'partition specs': ('Partitioned', (X,), {}),
+    'sown intermediates': ('Sows', (X,), {'mutable': True}),
+    'non-array variables': ('Values', (X,), {}),
+    'method=': ('Methods', (X,), {'method': 'encode'}),
+    'method=lambda': ('Methods', (X,), {'method': lambda m, x: m.encode(x)}),
+    'enum, scalar, empty inputs': ('Inputs', (X, _Color.RED, 2.0, ()), {}),
+    'None and empty dict inputs': ('Inputs', (X, None, 3, (), {}), {}),
+    'keyword inputs only': ('Inputs', (), {'x': X, 'table': {}}),
+    'scalar input, no variables': ('NoVariables', (3.0,), {}),
+    'empty input, no variables': ('NoVariables', ((),), {}),
+}
+
+
+@pytest.mark.parametrize('case', sorted(CELL_CASES))
+def test_cells_are_flax_cells(case):
+    name, args, kwargs = CELL_CASES[case]
+    ours, theirs = (
+        cell_models(nn)[name]().tabulate(jax.random.key(0), *args, console_kwargs=PLAIN, **kwargs)
+        for nn in (linen_nn, flax_nn)
+    )
+    assert _parse(ours) == _parse(theirs)
 
 
 def _flops_columns(table):

@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from linen.core import DenyList
+from linen.profiling._cell_text import arguments_lines, as_lines, cell_lines
 from linen.profiling._recording import Call, recording
 from linen.profiling._report import bytes_text as _bytes_text
 from linen.profiling._sharding import (
@@ -40,63 +41,22 @@ from linen.profiling._sharding import (
 __all__ = ['tabulate']
 
 _DEFAULT_MUTABLE = DenyList('intermediates')
+# A row names its method unless it is one of these (Flax's rule).
+_UNSHOWN_METHODS = frozenset({'__call__', '<lambda>'})
+
+
+# collection -> (own variables [(name, its lines in the cell)], count, bytes)
+Variables = dict[str, tuple[list[tuple[str, list[str]]], int, int]]
 
 
 @dataclass
 class _Row:
     call: Call
-    # collection -> (own variables [(name, 'dtype[shape]')], count, bytes); the
-    # count is inclusive of hidden submodules when the row sits at ``depth``.
-    variables: dict[str, tuple[list[tuple[str, str]], int, int]] = field(default_factory=dict)
+    # the count is inclusive of hidden submodules when the row sits at ``depth``
+    variables: Variables = field(default_factory=dict)
     flops: str = ''
     vjp_flops: str = ''
     layouts: list[tuple[str, Layout]] = field(default_factory=list)
-
-
-def _leaf_text(value: Any) -> str | None:
-    if hasattr(value, 'shape') and hasattr(value, 'dtype'):
-        return f'{value.dtype}[{",".join(str(d) for d in value.shape)}]'
-    return None
-
-
-def _as_lines(value: Any) -> list[str]:
-    """A YAML-like rendering of a pytree of shapes (Flax's ``inputs``/``outputs`` text)."""
-    if isinstance(value, str):
-        return [value]
-    leaf = _leaf_text(value)
-    if leaf is not None:
-        return [leaf]
-    if isinstance(value, Mapping):
-        lines = []
-        for key, item in value.items():
-            inner = _as_lines(item)
-            if len(inner) == 1 and not isinstance(item, (Mapping, tuple, list)):
-                lines.append(f'{key}: {inner[0]}')
-            else:
-                lines.append(f'{key}:')
-                lines.extend(inner)
-        return lines
-    if isinstance(value, (tuple, list)):
-        lines = []
-        for item in value:
-            inner = _as_lines(item)
-            lines.append(f'- {inner[0]}')
-            lines.extend(f'  {line}' for line in inner[1:])
-        return lines
-    return [str(value)]
-
-
-def _arguments_lines(args: tuple, kwargs: dict) -> list[str]:
-    if len(args) == 1 and not kwargs:
-        return _as_lines(args[0])
-    lines = [
-        f'- {line}' if i == 0 else f'  {line}' for a in args for i, line in enumerate(_as_lines(a))
-    ]
-    for key, value in kwargs.items():
-        inner = _as_lines(value)
-        lines.append(f'- {key}: {inner[0]}')
-        lines.extend(f'  {line}' for line in inner[1:])
-    return lines
 
 
 def _node(variables: Mapping, collection: str, path: tuple[str, ...]) -> Mapping | None:
@@ -108,15 +68,18 @@ def _node(variables: Mapping, collection: str, path: tuple[str, ...]) -> Mapping
     return node if isinstance(node, Mapping) else None
 
 
-def _unbox(value: Any) -> Any:
-    return getattr(value, 'value', value) if not hasattr(value, 'shape') else value
-
-
 def _size(value: Any) -> tuple[int, int]:
-    count = 1
-    for d in value.shape:
-        count *= int(d)
-    return count, count * value.dtype.itemsize
+    """Count and bytes of the arrays in ``value`` (a variable: an array, a box, a tuple...)."""
+    import jax
+
+    count = size = 0
+    for leaf in jax.tree_util.tree_leaves(value):
+        if hasattr(leaf, 'shape') and hasattr(leaf, 'dtype'):
+            n = 1
+            for d in leaf.shape:
+                n *= int(d)
+            count, size = count + n, size + n * leaf.dtype.itemsize
+    return count, size
 
 
 def _subtree_size(node: Any) -> tuple[int, int]:
@@ -126,8 +89,7 @@ def _subtree_size(node: Any) -> tuple[int, int]:
             c, s = _subtree_size(value)
             count, size = count + c, size + s
         return count, size
-    node = _unbox(node)
-    return _size(node) if hasattr(node, 'shape') else (0, 0)
+    return _size(node)
 
 
 def _collections(variables: Mapping, calls: list[Call] | None = None) -> list[str]:
@@ -143,9 +105,12 @@ def _collections(variables: Mapping, calls: list[Call] | None = None) -> list[st
     return list(order)
 
 
-def _variables_of(
-    variables: Mapping, path: tuple[str, ...], summarize: bool
-) -> dict[str, tuple[list[tuple[str, str]], int, int]]:
+def _variables_of(variables: Mapping, path: tuple[str, ...], summarize: bool) -> Variables:
+    """The variables a module at ``path`` holds itself, per collection.
+
+    Any value is listed (Flax lists sown tuples, Python scalars and ``None``
+    too); arrays count. With ``summarize`` the count includes the submodules'.
+    """
     result = {}
     for collection in _collections(variables):
         node = _node(variables, collection, path)
@@ -158,12 +123,10 @@ def _variables_of(
                     c, s = _subtree_size(value)
                     count, size = count + c, size + s
                 continue
-            value = _unbox(value)
-            if hasattr(value, 'shape'):
-                listed.append((name, _leaf_text(value) or ''))
-                c, s = _size(value)
-                count, size = count + c, size + s
-        if count:
+            listed.append((name, as_lines({name: value})))
+            c, s = _size(value)
+            count, size = count + c, size + s
+        if listed or count:
             result[collection] = (sorted(listed), count, size)
     return result
 
@@ -213,34 +176,14 @@ def _unbatch(tree: Any, count: int) -> Any:
     return jax.tree_util.tree_map(lambda s: jax.ShapeDtypeStruct(s.shape[count:], s.dtype), tree)
 
 
-def _summarize(
-    module: Any,
-    rngs: Any,
-    args: tuple,
-    kwargs: dict,
-    *,
-    depth: int | None,
-    show_repeated: bool,
-    mutable: Any,
-    compute_flops: bool,
-    compute_vjp_flops: bool,
-    init_kwargs: Mapping[str, Any],
-    show_sharding: bool = False,
-    mesh: Any = None,
-    replicated_tolerance: float = 0.1,
-) -> tuple[list[_Row], Mapping, list[str]]:
+def _init_abstractly(init: Callable, rngs: Any) -> tuple[dict, list[Call], list[str]]:
+    """Variables (shapes) and recorded calls of ``init(rngs)``, and the axes bound for it.
+
+    Collectives over an axis bound outside the model (pmap, shard_map) raise
+    NameError when traced alone; such axes are bound over one device.
+    """
     import jax
 
-    call_kwargs = dict(kwargs)
-    extra = dict(init_kwargs)
-    if 'method' in call_kwargs:
-        extra['method'] = call_kwargs.pop('method')
-
-    def init(r):
-        return module.init(r, *args, mutable=mutable, **extra, **call_kwargs)
-
-    # Collectives over an axis bound outside the model (pmap, shard_map) raise
-    # NameError when traced alone; such axes are bound over one device.
     axis_names: list[str] = []
     while True:
         try:
@@ -252,33 +195,32 @@ def _summarize(
             if match is None or match.group(1) in axis_names or len(axis_names) >= 8:
                 raise
             axis_names.append(match.group(1))
-    variables = dict(_unbatch(variables, len(axis_names)))
-    notes: list[str] = []
-    if axis_names:
-        notes.append(
-            f'collectives over axis {", ".join(map(repr, axis_names))} (bound outside the '
-            f'model, by pmap or shard_map) ran over one device: shapes and FLOPs are per device'
-        )
+    return dict(_unbatch(variables, len(axis_names))), records, axis_names
 
-    def unbound_apply(v, *a):
-        # Every collection mutable, so modules that update state (counters,
-        # batch statistics) run as they do in training.
-        apply_kwargs = {k: val for k, val in extra.items() if k == 'method'}
-        rng_streams = rngs if isinstance(rngs, Mapping) else {'params': rngs}
-        return module.apply(v, *a, mutable=True, rngs=rng_streams, **apply_kwargs, **call_kwargs)
 
-    apply = _bind_axes(unbound_apply, axis_names)
+@dataclass
+class _Flops:
+    """The FLOPs columns: inclusive FLOPs per label path, and the columns that failed."""
 
-    flops: dict[str, float] = {}
-    vjp_flops: dict[str, float] = {}
-    failed: dict[str, str] = {}
-    if compute_flops:
+    flops: dict[str, float] = field(default_factory=dict)
+    vjp_flops: dict[str, float] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)  # column -> the error
+
+
+def _count_flops(
+    apply: Callable, variables: Mapping, args: tuple, *, forward: bool, vjp: bool
+) -> tuple[_Flops, list[str]]:
+    """FLOPs of ``apply(variables, *args)`` (``forward``) and of its ``jax.vjp`` (``vjp``)."""
+    import jax
+
+    result, notes = _Flops(), []
+    if forward:
         try:
-            flops, flops_notes = _flops_by_label(apply, variables, *args)
+            result.flops, flops_notes = _flops_by_label(apply, variables, *args)
             notes.extend(f'flops: {note}' for note in flops_notes)
         except Exception as error:  # reported in the table, not swallowed
-            failed['flops'] = f'{type(error).__name__}: {error}'
-    if compute_vjp_flops:
+            result.failed['flops'] = f'{type(error).__name__}: {error}'
+    if vjp:
 
         def float_outputs(v, *a):
             out, _ = apply(v, *a)
@@ -296,39 +238,54 @@ def _summarize(
             for x in jax.eval_shape(float_outputs, variables, *args)
         ]
         try:
-            vjp_flops, vjp_notes = _flops_by_label(
+            result.vjp_flops, vjp_notes = _flops_by_label(
                 forward_and_backward, variables, cotangents, *args
             )
             notes.extend(f'vjp_flops: {note}' for note in vjp_notes)
         except Exception as error:  # reported in the table, not swallowed
-            failed['vjp_flops'] = f'{type(error).__name__}: {error}'
-    for column, reason in failed.items():
+            result.failed['vjp_flops'] = f'{type(error).__name__}: {error}'
+    for column, reason in result.failed.items():
         notes.append(f'{column}: n/a, compiling failed ({reason.splitlines()[0]})')
+    return result, notes
 
-    layouts: dict[str, Layout] = {}
-    if show_sharding:
-        mesh = mesh if mesh is not None else context_mesh()
-        layouts = parameter_layouts(variables, mesh)
-        if mesh is None:
-            notes.append(
-                'sharding: no mesh (pass mesh= or call under jax.set_mesh / with mesh:), '
-                'so bytes per device and replication are n/a'
-            )
-        else:
-            devices = 1
-            for size in dict(mesh.shape).values():
-                devices *= size
-            check_replicated(layouts, devices, replicated_tolerance)
-            unknown = {
-                axis: path for path, layout in layouts.items() for axis in layout.unknown_axes
-            }
-            if unknown:
-                named = ', '.join(f'{axis!r} (e.g. {path})' for axis, path in unknown.items())
-                notes.append(
-                    f'sharding: mesh axes {named} are not axes of the mesh '
-                    f'{tuple(dict(mesh.shape))}; counted as not splitting'
-                )
 
+def _layouts(
+    variables: Mapping, mesh: Any, replicated_tolerance: float
+) -> tuple[dict[str, Layout], list[str]]:
+    """Each parameter's layout on ``mesh`` (or the context mesh), and notes on it."""
+    mesh = mesh if mesh is not None else context_mesh()
+    layouts = parameter_layouts(variables, mesh)
+    if mesh is None:
+        return layouts, [
+            'sharding: no mesh (pass mesh= or call under jax.set_mesh / with mesh:), '
+            'so bytes per device and replication are n/a'
+        ]
+    devices = 1
+    for size in dict(mesh.shape).values():
+        devices *= size
+    check_replicated(layouts, devices, replicated_tolerance)
+    unknown = {axis: path for path, layout in layouts.items() for axis in layout.unknown_axes}
+    if not unknown:
+        return layouts, []
+    named = ', '.join(f'{axis!r} (e.g. {path})' for axis, path in unknown.items())
+    return layouts, [
+        f'sharding: mesh axes {named} are not axes of the mesh '
+        f'{tuple(dict(mesh.shape))}; counted as not splitting'
+    ]
+
+
+def _rows(
+    records: list[Call],
+    variables: Mapping,
+    *,
+    depth: int | None,
+    show_repeated: bool,
+    layouts: Mapping[str, Layout],
+    flops: _Flops | None,
+    forward: bool,
+    vjp: bool,
+) -> tuple[list[_Row], bool]:
+    """One row per call shown, and whether a FLOPs cell had no instruction to count."""
     rows: list[_Row] = []
     seen: set[tuple[str, ...]] = set()
     missing_flops = False
@@ -348,20 +305,87 @@ def _summarize(
                 key = f'{prefix}/{name}' if prefix else name
                 if key in layouts:
                     row.layouts.append((name, layouts[key]))
-        for column, table, enabled in (
-            ('flops', flops, compute_flops),
-            ('vjp_flops', vjp_flops, compute_vjp_flops),
-        ):
-            if not enabled:
-                continue
-            if column in failed:
-                text = 'n/a'
-            elif call.label_path in table:
-                text = f'{table[call.label_path]:,.0f}'.replace(',', '')
-            else:
-                text, missing_flops = 'n/a', True
-            setattr(row, column, text)
+        if flops is not None:
+            for column, table, enabled in (
+                ('flops', flops.flops, forward),
+                ('vjp_flops', flops.vjp_flops, vjp),
+            ):
+                if not enabled:
+                    continue
+                if column in flops.failed:
+                    text = 'n/a'
+                elif call.label_path in table:
+                    text = f'{table[call.label_path]:,.0f}'.replace(',', '')
+                else:
+                    text, missing_flops = 'n/a', True
+                setattr(row, column, text)
         rows.append(row)
+    return rows, missing_flops
+
+
+def _summarize(
+    module: Any,
+    rngs: Any,
+    args: tuple,
+    kwargs: dict,
+    *,
+    depth: int | None,
+    show_repeated: bool,
+    mutable: Any,
+    compute_flops: bool,
+    compute_vjp_flops: bool,
+    init_kwargs: Mapping[str, Any],
+    show_sharding: bool = False,
+    mesh: Any = None,
+    replicated_tolerance: float = 0.1,
+) -> tuple[list[_Row], Mapping, list[str]]:
+    call_kwargs = dict(kwargs)
+    extra = dict(init_kwargs)
+    if 'method' in call_kwargs:
+        extra['method'] = call_kwargs.pop('method')
+
+    def init(r):
+        return module.init(r, *args, mutable=mutable, **extra, **call_kwargs)
+
+    variables, records, axis_names = _init_abstractly(init, rngs)
+    notes: list[str] = []
+    if axis_names:
+        notes.append(
+            f'collectives over axis {", ".join(map(repr, axis_names))} (bound outside the '
+            f'model, by pmap or shard_map) ran over one device: shapes and FLOPs are per device'
+        )
+
+    flops = None
+    if compute_flops or compute_vjp_flops:
+
+        def unbound_apply(v, *a):
+            # Every collection mutable, so modules that update state (counters,
+            # batch statistics) run as they do in training.
+            apply_kwargs = {k: val for k, val in extra.items() if k == 'method'}
+            streams = rngs if isinstance(rngs, Mapping) else {'params': rngs}
+            return module.apply(v, *a, mutable=True, rngs=streams, **apply_kwargs, **call_kwargs)
+
+        apply = _bind_axes(unbound_apply, axis_names)
+        flops, flops_notes = _count_flops(
+            apply, variables, args, forward=compute_flops, vjp=compute_vjp_flops
+        )
+        notes.extend(flops_notes)
+
+    layouts: dict[str, Layout] = {}
+    if show_sharding:
+        layouts, sharding_notes = _layouts(variables, mesh, replicated_tolerance)
+        notes.extend(sharding_notes)
+
+    rows, missing_flops = _rows(
+        records,
+        variables,
+        depth=depth,
+        show_repeated=show_repeated,
+        layouts=layouts,
+        flops=flops,
+        forward=compute_flops,
+        vjp=compute_vjp_flops,
+    )
     if missing_flops:
         notes.append(
             'n/a: no instruction of that call is left in the optimized program '
@@ -393,8 +417,9 @@ def _render(
     count = sum(c for c, _ in totals.values())
     size = sum(s for _, s in totals.values())
     caption = Text('\nTotal Parameters: ')
-    caption.append(f'{count:,}')
-    caption.append(f' ({_bytes_text(size)})', style='dim')
+    if collections:  # (Flax leaves the total blank for a module without variables)
+        caption.append(f'{count:,}')
+        caption.append(f' ({_bytes_text(size)})', style='dim')
     if notes:
         caption.append('\n' + '\n'.join(notes), style='not bold')
     table = Table(
@@ -426,12 +451,12 @@ def _render(
 
     for row in rows:
         call = row.call
-        suffix = '' if call.method_name == '__call__' else f'.{call.method_name}'
+        suffix = '' if call.method_name in _UNSHOWN_METHODS else f' ({call.method_name})'
         cells: list[Any] = [
             '/'.join(call.path),
             call.module_type + suffix,
-            shapes_text(_arguments_lines(*call.inputs)),
-            shapes_text(_as_lines(call.outputs)),
+            shapes_text(arguments_lines(*call.inputs)),
+            shapes_text(cell_lines(call.outputs)),
         ]
         if compute_flops:
             cells.append(row.flops)
@@ -446,8 +471,9 @@ def _render(
                 continue
             listed, n, nbytes = entry
             text = Text()
-            for name, shape in listed:
-                text.append(f'{name}: {shape}\n')
+            for _, lines in listed:
+                for line in lines:
+                    text.append(f'{line}\n')
             if listed:
                 text.append('\n')
             text.append(f'{n:,}', style='bold')
