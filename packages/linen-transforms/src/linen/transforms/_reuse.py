@@ -46,7 +46,7 @@ from typing import Any
 import jax
 
 from linen.core.config import config
-from linen.module import Module
+from linen.module import MethodWrapper, Module
 from linen.module.dispatch import (
     call_at_boundary,
     call_wrapped_method,
@@ -313,9 +313,9 @@ def _pass_through(next_fn, args: tuple, kwargs: dict, context) -> Any:
 
 # Reuse needs nothing done outside a compiled boundary; having the half keeps the
 # chain "relative", so nn.jit's and reuse's programs serve every instance.
-reuse_method_call.at_boundary = _pass_through  # type: ignore[attr-defined]
+_REUSE = MethodWrapper(reuse_method_call, at_boundary=_pass_through)
 
 
-def reuse_wrapper() -> Callable | None:
+def reuse_wrapper() -> MethodWrapper | None:
     """The wrapper while trace reuse is on in this context; ``None`` when off."""
-    return reuse_method_call if reuse_enabled() else None
+    return _REUSE if reuse_enabled() else None
