@@ -73,9 +73,9 @@ KNOWN: tuple[KnownFinding, ...] = (
         "transform inside): linen raises TypeError '_Broadcast' object is not iterable",
         ('init', 'eval_shape', 'lazy_init'),
         # warnings: Flax fails before a layer that warns is reached; linen after
-        ('error-type', 'warnings'),
+        ('error-type', 'warnings', 'raises'),
         frozenset({'lift.scan', 'lift.scan.params_axis=None'}),
-        ('init_error_type_2', 'init_error_type_3'),
+        ('init_error_type_2', 'init_error_type_3', 'init_raises_3'),
     ),
     KnownFinding(
         'F10',
@@ -95,6 +95,15 @@ KNOWN: tuple[KnownFinding, ...] = (
         ('raises',),
         frozenset({'children.field', 'lift.vmap'}),
         ('init_raises_2',),
+    ),
+    KnownFinding(
+        'F12',
+        'nn.share_scope nested twice (a parent sharing the scope of a child that shares its '
+        "child's): Flax raises NameInUseError, linen initialises",
+        None,
+        ('raises',),
+        frozenset({'share_scope'}),
+        ('init_raises_4',),
     ),
     KnownFinding(
         'D1',
