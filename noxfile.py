@@ -70,6 +70,8 @@ TEST_DEPS = [
     'matplotlib',
     # linen-profiling's Report.to_pandas is tested when pandas is installed.
     'pandas',
+    # integration_tests/test_flax_module_lifecycle.py pickles Modules as Flax's tests do.
+    'cloudpickle',
     'hatchling',
     'build',
     # Checkpoints across meshes (integration_tests/test_sharded_training.py) and the
