@@ -107,20 +107,8 @@ def _dense_bias_add(y, bias):
     if bias is None:
         return y
     if isinstance(y, _Tracer) or isinstance(bias, _Tracer):
-        if y.dtype == bias.dtype:
-            return _traced_bias_add(y, bias, (y.ndim - 1,))
         return y + _with_rank(bias, y.ndim)
     return _compiled_bias_add(y, bias)
-
-
-def _traced_bias_add(y, bias, dims: tuple[int, ...]):
-    """``y + bias`` (one dtype) with ``bias``'s axes at ``dims`` of ``y``, as two lax
-    equations: the broadcast pure JAX's implicit broadcasting makes, and the add.
-
-    Traced layers call this on every call: jnp's ``+`` spends most of a traced
-    Dense's own Python on dtype promotion and rank checks that cannot fail here.
-    """
-    return lax.add(y, lax.broadcast_in_dim(bias, y.shape, dims))
 
 
 # --------------------------------------------------------------------------- dense
@@ -315,11 +303,6 @@ class DenseGeneral(Module):
         if bias is not None:
             # Output layout: batch axes, free input axes, features; the bias gets
             # the output's rank (strict rank promotion forbids implicit broadcasting).
-            if not explicit and isinstance(out, _Tracer) and out.dtype == bias.dtype:
-                # bias axes: the batch axes, then the trailing features
-                n_batch = len(dimension_numbers[1][0])
-                dims = (*range(n_batch), *range(out.ndim - bias.ndim + n_batch, out.ndim))
-                return _traced_bias_add(out, bias, dims)
             bias = lax.reshape(bias, bias_out_shape)
             out = out + (match_trailing(bias, out) if explicit else bias)
         return out

@@ -25,7 +25,6 @@ from jax import lax
 
 from linen.layers import initializers
 from linen.layers._dtypes import canonicalize_dtype
-from linen.layers._explicit import _Tracer
 from linen.layers.errors import InvalidFeatureAxesError as InvalidFeatureAxesError
 from linen.layers.errors import InvalidGroupsError as InvalidGroupsError
 from linen.layers.errors import InvalidMaskShapeError as InvalidMaskShapeError
@@ -175,19 +174,9 @@ def _normalize(
 ) -> Array:
     """``(x - mean) * rsqrt(var + epsilon) * scale + bias``, params created in Flax's order."""
     shape = tuple(x.shape)
-    param_shape = tuple(shape[ax] for ax in feature_axes)
-    kept = tuple(ax for ax in range(len(shape)) if ax not in reduction_axes)
-    if (
-        isinstance(x, _Tracer)
-        and x.dtype == mean.dtype == var.dtype == param_dtype
-        and var.shape == mean.shape == tuple(shape[ax] for ax in kept)
-    ):
-        return _normalize_traced(
-            module, x, mean, var, kept, feature_axes, param_shape, dtype, param_dtype,
-            epsilon, use_bias, use_scale, bias_init, scale_init, subtract_mean,
-        )  # fmt: skip
     stats_shape = tuple(1 if ax in reduction_axes else d for ax, d in enumerate(shape))
     feature_shape = tuple(d if ax in feature_axes else 1 for ax, d in enumerate(shape))
+    param_shape = tuple(shape[ax] for ax in feature_axes)
 
     # (lax.reshape: the equations `.reshape` makes, without its argument handling)
     mul = lax.rsqrt(lax.reshape(var, stats_shape) + epsilon)
@@ -203,37 +192,6 @@ def _normalize(
         args.append(bias)
         y = y + lax.reshape(bias, feature_shape)
     dtype = canonicalize_dtype(*args, dtype=dtype)
-    return y if y.dtype == dtype else y.astype(dtype)
-
-
-def _normalize_traced(
-    module, x, mean, var, kept, feature_axes, param_shape, dtype, param_dtype,
-    epsilon, use_bias, use_scale, bias_init, scale_init, subtract_mean,
-):  # fmt: skip
-    """:func:`_normalize` for a traced input whose statistics and parameters share its
-    dtype, in lax equations: each statistic and parameter broadcast straight to the
-    input's shape (no reshape first, as jnp's implicit broadcasting of a pure JAX
-    LayerNorm does), then the elementwise op. jnp's operators would spend most of a
-    traced LayerNorm's own Python on promotion and rank checks that cannot fail here.
-    """
-    shape = tuple(x.shape)
-    x_dtype = x.dtype
-    mul = lax.rsqrt(lax.add(var, np.asarray(epsilon, x_dtype)))
-    y = lax.sub(x, lax.broadcast_in_dim(mean, shape, kept)) if subtract_mean else x
-    if use_scale:
-        scale = module.param('scale', scale_init, param_shape, param_dtype)
-        mul = lax.mul(
-            lax.broadcast_in_dim(mul, shape, kept),
-            lax.broadcast_in_dim(scale, shape, feature_axes),
-        )
-    else:
-        mul = lax.broadcast_in_dim(mul, shape, kept)
-    y = lax.mul(y, mul)
-    if use_bias:
-        bias = module.param('bias', bias_init, param_shape, param_dtype)
-        y = lax.add(y, lax.broadcast_in_dim(bias, shape, feature_axes))
-    # every operand has x's dtype, so that is the promoted one
-    dtype = x_dtype if dtype is None else canonicalize_dtype(x, dtype=dtype)
     return y if y.dtype == dtype else y.astype(dtype)
 
 
