@@ -78,34 +78,6 @@ KNOWN: tuple[KnownFinding, ...] = (
         ('init_error_type_2', 'init_error_type_3', 'init_raises_3'),
     ),
     KnownFinding(
-        'F10',
-        'a decode-cache attention Module adopted by two parents: Flax raises NameInUseError, '
-        'linen AutoregressiveCacheShapeError',
-        ('init', 'eval_shape', 'lazy_init'),
-        ('error-type', 'raises', 'error-message'),
-        frozenset({'layer.DecodeAttention'}),
-        ('init_error_type_4',),
-        any_of=frozenset({'adopt.compact', 'adopt.setup'}),
-    ),
-    KnownFinding(
-        'F11',
-        'nn.vmap of a Module whose dataclass field holds a submodule made in the parent: '
-        'linen leaks a tracer (UnexpectedTracerError), Flax initialises',
-        None,
-        ('raises',),
-        frozenset({'children.field', 'lift.vmap'}),
-        ('init_raises_2',),
-    ),
-    KnownFinding(
-        'F12',
-        'nn.share_scope nested twice (a parent sharing the scope of a child that shares its '
-        "child's): Flax raises NameInUseError, linen initialises",
-        None,
-        ('raises',),
-        frozenset({'share_scope'}),
-        ('init_raises_4',),
-    ),
-    KnownFinding(
         'D1',
         'nn.jit keeps the parameters a key gives (docs/differences.md, "nn.jit keeps the '
         'parameters a key gives"); Flax changes them',

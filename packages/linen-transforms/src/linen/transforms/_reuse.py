@@ -96,7 +96,8 @@ def linen_reuse_traces(enabled: bool | None = True) -> Iterator[None]:
     ...         return x
     >>> x = jnp.ones((2, 4))
     >>> variables = Stack().init(jax.random.key(0), x)
-    >>> with nn.linen_reuse_traces():
+    >>> from linen.transforms import linen_reuse_traces
+    >>> with linen_reuse_traces():
     ...     y = jax.jit(Stack().apply)(variables, x)
     >>> bool((y == jax.jit(Stack().apply)(variables, x)).all())
     True
