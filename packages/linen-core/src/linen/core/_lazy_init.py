@@ -271,8 +271,9 @@ def _staged(fn, leaves, treedef):
     jaxpr = closed.jaxpr
     unknown = _unknown_outputs(jaxpr, [_is_abstract(x) for x in dyn_args])
     if any(unknown):
-        paths = [_path_str(p) for p, _ in jax.tree_util.tree_flatten_with_path(out_shape)[0]]
-        raise errors.LazyInitError([p for p, u in zip(paths, unknown) if u])
+        flat = jax.tree_util.tree_flatten_with_path(out_shape)[0]
+        needing = [(_path_str(p), v) for (p, v), u in zip(flat, unknown) if u]
+        raise errors.LazyInitError([p for p, _ in needing], needing[0][1])
     pruned = _prune(closed)
     out_flat = _jex().jaxpr_as_fun(pruned)(*_stand_ins(pruned.jaxpr, dyn_args))
     # A variable the jaxpr holds as a literal (a constant initialiser) comes back

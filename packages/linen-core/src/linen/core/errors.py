@@ -686,16 +686,21 @@ class TrainStateOptimizerError(LinenError, TypeError):
 class LazyInitError(LinenError):
     """``lazy_init`` needed the value of an abstract input."""
 
-    def __init__(self, partial_val=None):
-        # ``partial_val``: the variables (``collection/path/name``) that need it.
+    def __init__(self, partial_val=None, value=None):
+        # ``partial_val``: the variables (``collection/path/name``) that need it;
+        # ``value``: the first of them as an abstract value (anything with ``shape`` and
+        # ``dtype``), shown as Flax shows its partial value (``float32[3]``).
         where = ''
         if isinstance(partial_val, (list, tuple)) and partial_val:
             where = f' (variables {", ".join(map(str, partial_val))})'
+        shown = ''
+        if value is not None and hasattr(value, 'shape') and hasattr(value, 'dtype'):
+            shown = f' (shape: {value.dtype}[{",".join(map(str, value.shape))}])'
         self.partial_val = partial_val
         super().__init__(
-            'Lazy init encountered a value that could with the given inputs: it can only '
-            f'be computed with concrete inputs{where}; pass concrete arrays (or `jax.ShapeDtypeStruct`s only where values '
-            f'are not needed).'
+            f'Lazy init encountered a value that could with the given inputs{shown}. It can '
+            f'only be computed with concrete inputs{where}; pass concrete arrays (or '
+            '`jax.ShapeDtypeStruct`s only where values are not needed).'
         )
 
 
