@@ -686,3 +686,141 @@ def test_kw_only_dataclasses_like_flax():
         )
 
     assert scenario(*BOTH[0]) == scenario(*BOTH[1])
+
+
+# ------------------------------------------------------- errors users see first
+
+
+def _dense_model(nn):
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(2)(x)
+
+    return Model()
+
+
+def _noise_model(nn):
+    class Noise(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return x + jax.random.normal(self.make_rng('dropout'), x.shape)
+
+    return Noise()
+
+
+def missing_params_stream_in_a_submodule(nn, core):
+    _dense_model(nn).init({'other_stream': jax.random.key(0)}, jnp.ones((1, 3)))
+
+
+def missing_stream_at_the_root(nn, core):
+    _noise_model(nn).apply({}, jnp.ones((1, 3)))
+
+
+def init_rngs_not_a_key(nn, core):
+    _dense_model(nn).init('test', jnp.ones((1, 3)))
+
+
+def init_rngs_a_batch_of_keys(nn, core):
+    _dense_model(nn).init(jax.random.split(jax.random.key(0)), jnp.ones((1, 3)))
+
+
+def init_rngs_raw_batch_of_keys(nn, core):
+    _dense_model(nn).init(jax.random.split(jax.random.PRNGKey(0)), jnp.ones((1, 3)))
+
+
+def apply_rngs_not_a_key(nn, core):
+    _noise_model(nn).apply({}, jnp.ones((1, 3)), rngs='test')
+
+
+def init_rngs_dict_with_a_bad_key(nn, core):
+    _dense_model(nn).init({'params': 'test'}, jnp.ones((1, 3)))
+
+
+def apply_rngs_dict_with_a_bad_key(nn, core):
+    _noise_model(nn).apply({}, jnp.ones((1, 3)), rngs={'dropout': 'test'})
+
+
+def raw_and_typed_keys_are_keys(nn, core):
+    model = _dense_model(nn)
+    typed = model.init(jax.random.key(0), jnp.ones((1, 3)))
+    raw = model.init(jax.random.PRNGKey(0), jnp.ones((1, 3)))
+    data = model.init(jax.random.key_data(jax.random.key(0)), jnp.ones((1, 3)))
+    return [np.asarray(leaf).tolist() for leaf in jax.tree_util.tree_leaves((typed, raw, data))]
+
+
+def module_without_call(nn, core):
+    class Foo(nn.Module):
+        pass
+
+    Foo().init(jax.random.key(0))
+
+
+def apply_without_call(nn, core):
+    class Foo(nn.Module):
+        pass
+
+    Foo().apply({})
+
+
+def bind_on_the_class(nn, core):
+    class B(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return x
+
+    B.bind({}, jnp.ones(2))
+
+
+def apply_with_an_extra_params_layer(nn, core):
+    model = _dense_model(nn)
+    variables = model.init(jax.random.key(0), jnp.ones((1, 3)))
+    model.apply({'params': variables}, jnp.ones((1, 3)))
+
+
+def apply_with_params_only(nn, core):
+    model = nn.Dense(2)
+    variables = model.init(jax.random.key(0), jnp.ones((1, 3)))
+    model.apply(variables['params'], jnp.ones((1, 3)))
+
+
+@pytest.mark.parametrize(
+    'scenario',
+    [
+        missing_params_stream_in_a_submodule,
+        missing_stream_at_the_root,
+        init_rngs_not_a_key,
+        init_rngs_a_batch_of_keys,
+        init_rngs_raw_batch_of_keys,
+        apply_rngs_not_a_key,
+        init_rngs_dict_with_a_bad_key,
+        apply_rngs_dict_with_a_bad_key,
+        raw_and_typed_keys_are_keys,
+        module_without_call,
+        apply_without_call,
+        bind_on_the_class,
+        apply_with_an_extra_params_layer,
+        apply_with_params_only,
+    ],
+)
+def test_errors_users_see_like_flax(scenario):
+    assert_same_outcome(scenario)
+
+
+@pytest.mark.parametrize(
+    ('scenario', 'error'),
+    [
+        (missing_params_stream_in_a_submodule, 'InvalidRngError'),
+        (init_rngs_not_a_key, 'InvalidRngError'),
+        (apply_rngs_not_a_key, 'InvalidRngError'),
+        (bind_on_the_class, 'InvalidInstanceModuleError'),
+        (apply_with_an_extra_params_layer, 'ApplyScopeInvalidVariablesStructureError'),
+        (apply_with_params_only, 'ApplyScopeInvalidVariablesTypeError'),
+    ],
+)
+def test_errors_users_see_have_flax_class_names(scenario, error):
+    # `except errors.X` written for flax.errors catches linen's error of that name.
+    for nn, core in BOTH:
+        errors_module = linen_core.errors if nn is linen_nn else __import__('flax').errors
+        with pytest.raises(getattr(errors_module, error)):
+            scenario(nn, core)

@@ -186,10 +186,22 @@ def test_variables_not_a_mapping(bad):
 
 
 def test_variables_values_not_collections():
-    with pytest.raises(
-        errors.ApplyScopeInvalidVariablesStructureError, match=r"\{'params': params\}"
-    ):
+    # Flax's class (a TypeError) for a collection that is no mapping.
+    with pytest.raises(errors.ApplyScopeInvalidVariablesTypeError, match=r"\{'params': params\}"):
         apply(lambda scope: None)({'kernel': jnp.ones(3)})
+
+
+@pytest.mark.parametrize(
+    'variables',
+    [{'params': {'params': {'w': jnp.ones(3)}}}, {'params': {'params': {}, 'Dense_0': {}}}],
+)
+def test_variables_with_an_extra_params_layer(variables):
+    with pytest.raises(
+        errors.ApplyScopeInvalidVariablesStructureError, match='but got a dict with an extra params'
+    ):
+        apply(lambda scope: None)(variables)
+    with pytest.raises(errors.ApplyScopeInvalidVariablesStructureError):
+        bind(variables)
 
 
 def test_variable_get_put_has():

@@ -59,8 +59,12 @@ def test_module_without_call_and_no_method():
     class NoCall(nn.Module):
         pass
 
-    with pytest.raises(errors.ApplyModuleInvalidMethodError, match="'__call__' on NoCall"):
-        NoCall().init(jax.random.key(0))
+    # Flax raises AttributeError; the class is also linen's ApplyModuleInvalidMethodError.
+    for error in (AttributeError, errors.ApplyModuleInvalidMethodError):
+        with pytest.raises(error, match='^"NoCall" object has no attribute "__call__"'):
+            NoCall().init(jax.random.key(0))
+        with pytest.raises(error, match='define one, or pass `method=`'):
+            NoCall().apply({})
 
 
 def test_submodule_created_in_non_compact_method():
@@ -165,6 +169,56 @@ def test_missing_rng_stream():
         Noisy().apply({})
 
 
+def test_missing_rng_stream_names_the_module_first():
+    # Flax's sentence: the scope's name (None at the root), then linen's how-to-fix.
+    with pytest.raises(errors.InvalidRngError, match=r'^None needs PRNG for "dropout"\. '):
+        Noisy().apply({})
+
+    class Outer(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return Dense(2)(x)
+
+    with pytest.raises(
+        errors.InvalidRngError, match=r'^Dense_0 needs PRNG for "params"\. .*"/Dense_0"'
+    ):
+        Outer().init({'other': jax.random.key(0)}, jnp.ones((1, 3)))
+
+
+@pytest.mark.parametrize(
+    'bad', ['test', jnp.ones(3), jax.random.split(jax.random.key(0)), jnp.zeros((2, 2), jnp.uint32)]
+)
+def test_rngs_not_a_key_names_the_module_class(bad):
+    pattern = r'^RNGs should be of shape \(2,\) or PRNGKey in Module Dense, but rngs are: '
+    x = jnp.ones((1, 2))
+    v = Dense(2).init(jax.random.key(0), x)
+    with pytest.raises(errors.InvalidRngError, match=pattern):
+        Dense(2).init(bad, x)
+    with pytest.raises(errors.InvalidRngError, match=pattern):
+        Dense(2).init_with_output(bad, x)
+    with pytest.raises(errors.InvalidRngError, match=pattern):
+        Dense(2).lazy_init(bad, x)
+    with pytest.raises(errors.InvalidRngError, match=pattern):
+        Dense(2).apply(v, x, rngs=bad)
+    with pytest.raises(errors.InvalidRngError, match=pattern):
+        Dense(2).bind(v, rngs=bad)
+
+
+def test_rngs_dict_with_a_bad_key_keeps_the_core_text():
+    x = jnp.ones((1, 2))
+    with pytest.raises(errors.InvalidRngError, match='^First argument passed to an init function'):
+        Dense(2).init({'params': 'test'}, x)
+    with pytest.raises(errors.InvalidRngError, match='^The ``rngs`` argument passed to an apply'):
+        Noisy().apply({}, rngs={'dropout': 'test'})
+
+
+def test_module_method_on_the_class_raises():
+    with pytest.raises(errors.InvalidInstanceModuleError):
+        Dense.bind({}, jnp.ones(2))  # variables= is the array: called on the class
+    with pytest.raises(errors.InvalidInstanceModuleError):
+        Dense.lazy_init(jax.random.key(0), jnp.ones((1, 2)))
+
+
 def test_invalid_rng_value():
     with pytest.raises(errors.InvalidRngError, match='jax.random.key'):
         Dense(2).init(0, jnp.ones((1, 2)))
@@ -208,9 +262,15 @@ def test_variables_not_a_mapping(bad):
 def test_variables_params_passed_without_collection():
     v = Dense(2).init(jax.random.key(0), jnp.ones((1, 2)))
     with pytest.raises(
-        errors.ApplyScopeInvalidVariablesStructureError, match=r"pass `\{'params': params\}`"
+        errors.ApplyScopeInvalidVariablesTypeError, match=r"pass `\{'params': params\}`"
     ):
         Dense(2).apply(v['params'], jnp.ones((1, 2)))
+
+
+def test_variables_with_an_extra_params_layer():
+    v = Dense(2).init(jax.random.key(0), jnp.ones((1, 2)))
+    with pytest.raises(errors.ApplyScopeInvalidVariablesStructureError, match='extra params layer'):
+        Dense(2).apply({'params': v}, jnp.ones((1, 2)))
 
 
 def test_writing_an_immutable_collection():

@@ -146,41 +146,64 @@ LazyRng = RngStream
 
 
 def is_valid_rng(rng: Any) -> bool:
-    """A typed key array (``jax.random.key``) or a raw uint32 key (``PRNGKey``)."""
+    """One PRNG key: a scalar typed key (``jax.random.key``) or raw uint32 key data
+    of shape ``(2,)`` or ``(4,)`` (``jax.random.PRNGKey``); a batch of keys is not one."""
     dtype = getattr(rng, 'dtype', None)
     if dtype is None:
         return False
+    shape = getattr(rng, 'shape', None)
     if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
-        return True
-    shape = getattr(rng, 'shape', ())
-    return dtype == np.uint32 and len(shape) >= 1 and shape[-1] in (2, 4)
+        return shape == ()
+    return dtype == np.uint32 and shape in ((2,), (4,))
 
 
-def check_rngs(rngs: Any) -> dict[str, Any]:
-    """Normalise ``rngs`` (a key or a mapping of stream name -> key) to a dict."""
+def check_rngs(rngs: Any, kind: str = 'init') -> dict[str, Any]:
+    """Normalise ``rngs`` (a key or a mapping of stream name -> key) to a dict.
+
+    ``kind`` (``'init'`` or ``'apply'``) chooses the opening sentence of the
+    error, Flax's for the same call.
+    """
     if rngs is None:
         return {}
     if hasattr(rngs, 'items'):
         out = {}
         for name, rng in rngs.items():
             if not is_valid_rng(rng):
-                raise InvalidRngError(_bad_rng_message(rng, f'rngs[{name!r}]'))
+                raise InvalidRngError(_bad_rng_message(rng, f'rngs[{name!r}]', kind))
             out[name] = rng
         return out
     if is_valid_rng(rngs):
         return {'params': rngs}
-    raise InvalidRngError(_bad_rng_message(rngs, 'rngs'))
-
-
-def _bad_rng_message(rng: Any, where: str) -> str:
-    return (
-        # Flax's text first, so Flax-era `match=` patterns keep working.
-        'First argument passed to an init function should be a ``jax.PRNGKey`` or a '
-        'dictionary mapping strings to ``jax.PRNGKey``. '
-        f'{where} should be a PRNG key made with jax.random.key(seed) or '
-        f'jax.random.PRNGKey(seed), or a dict of stream name -> key; got '
-        f'{type(rng).__name__} {getattr(rng, "dtype", "")}{getattr(rng, "shape", "")}.'
+    raise InvalidRngError(
+        _bad_rng_message(rngs, 'rngs', kind), rngs=rngs, hint=_how_to_fix_rng(rngs, 'rngs')
     )
+
+
+def _bad_rng_message(rng: Any, where: str, kind: str = 'init') -> str:
+    # Flax's text first, so Flax-era `match=` patterns keep working.
+    if kind == 'apply':
+        flax_text = 'The ``rngs`` argument passed to an apply function should be'
+    else:
+        flax_text = 'First argument passed to an init function should be'
+    return (
+        f'{flax_text} a ``jax.PRNGKey`` or a dictionary mapping strings to ``jax.PRNGKey``. '
+        + _how_to_fix_rng(rng, where)
+    )
+
+
+def _how_to_fix_rng(rng: Any, where: str) -> str:
+    return (
+        f'{where} should be a PRNG key made with jax.random.key(seed) or '
+        f'jax.random.PRNGKey(seed) (one key, not a batch), or a dict of stream name -> key; '
+        f'got {_describe(rng)}.'
+    )
+
+
+def _describe(value: Any) -> str:
+    dtype = getattr(value, 'dtype', None)
+    if dtype is None:
+        return type(value).__name__
+    return f'{type(value).__name__} {dtype}{getattr(value, "shape", "")}'
 
 
 def _follow_config() -> None:

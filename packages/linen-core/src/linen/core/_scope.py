@@ -560,10 +560,11 @@ class Scope:
         if stream is None:
             stream = rngs.get('params')
             if stream is None:
+                # Flax's sentence first (the scope's name: None at the root).
                 raise errors.InvalidRngError(
-                    f'{self.path_text or "The root scope"} needs a PRNG key for stream '
-                    f'"{name}" and none was given (nor a "params" key to fall back to). '
-                    f'Pass `rngs={{"{name}": key}}` to `init`/`apply`.'
+                    f'{self.name} needs PRNG for "{name}". No key for stream "{name}" '
+                    f'was given to the scope "/{self.path_text}" (nor a "params" key '
+                    f'to fall back to). Pass `rngs={{"{name}": key}}` to `init`/`apply`.'
                 )
             name = 'params'
         count = self.rng_counters.get(name, 0) + 1
@@ -625,9 +626,12 @@ def _thaw(x: Any) -> Any:
 def _check_variables(variables: Any) -> None:
     if not isinstance(variables, Mapping):
         raise errors.ApplyScopeInvalidVariablesTypeError(variables)
-    for v in variables.values():
+    for col, v in variables.items():
         if not isinstance(v, Mapping):
-            raise errors.ApplyScopeInvalidVariablesStructureError(variables)
+            raise errors.ApplyScopeInvalidVariablesTypeError(variables, col)
+    params = variables.get('params')
+    if params is not None and 'params' in params:
+        raise errors.ApplyScopeInvalidVariablesStructureError(variables)
 
 
 def bind(
@@ -638,7 +642,7 @@ def bind(
 ) -> Scope:
     """A root scope over ``variables``; mutable collections are copied, never mutated in place."""
     _check_variables(variables)
-    streams = {k: RngStream(v) for k, v in check_rngs(rngs).items()}
+    streams = {k: RngStream(v) for k, v in check_rngs(rngs, 'apply').items()}
     own = {col: (_thaw(v) if in_filter(mutable, col) else v) for col, v in variables.items()}
     flags = dict(flags or {})
     # Read the global flag once per binding, not per parameter: config.update

@@ -10,6 +10,8 @@ how to fix it. Each class docstring shows code that raises it.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     'LinenError',
     'FlaxError',
@@ -32,6 +34,7 @@ __all__ = [
     'MultipleMethodsCompactError',
     'ReservedModuleAttributeError',
     'ApplyModuleInvalidMethodError',
+    'ApplyModuleMissingCallError',
     'ApplyModuleMethodNotCallableError',
     'InitializeVariableOutsideSetupError',
     'HashBoundModuleError',
@@ -103,43 +106,57 @@ def _flax_path(path: str | None) -> str:
 
 
 class ApplyScopeInvalidVariablesTypeError(LinenError, TypeError):
-    """``apply`` got variables that are not a mapping of collections.
+    """``apply`` got variables that are not a mapping of collections (mappings).
 
     >>> from linen.core import apply
     >>> apply(lambda scope: None)(jnp.ones(3))
     Traceback (most recent call last):
     ...
     ApplyScopeInvalidVariablesTypeError: ...
+    >>> params = {'w': jnp.ones(3)}
+    >>> apply(lambda scope: None)(params)  # should be {'params': params}
+    Traceback (most recent call last):
+    ...
+    ApplyScopeInvalidVariablesTypeError: ...
     """
 
-    def __init__(self, got=None):
-        kind = type(got).__name__ if got is not None else 'a non-mapping'
-        super().__init__(
+    def __init__(self, got=None, collection: str | None = None):
+        flax_text = (
             'The first argument passed to an apply function should be a dictionary of '
             'collections. Each collection should be a dictionary with string keys. '
-            f'Got {kind}: pass a mapping of collections, the dictionary returned by `init` '
-            '(e.g. {"params": {...}}).'
+        )
+        if collection is None:
+            kind = type(got).__name__ if got is not None else 'a non-mapping'
+            super().__init__(
+                f'{flax_text}Got {kind}: pass a mapping of collections, the dictionary '
+                'returned by `init` (e.g. {"params": {...}}).'
+            )
+            return
+        keys = list(got.keys())[:5]
+        super().__init__(
+            f'{flax_text}Got a mapping with keys {keys} whose value at {collection!r} is a '
+            f'{type(got[collection]).__name__}, not a collection. '
+            "If you passed `variables['params']`, pass `{'params': params}` instead."
         )
 
 
 class ApplyScopeInvalidVariablesStructureError(LinenError, ValueError):
-    """``apply`` got a mapping whose values are not collections.
+    """``apply`` got ``{'params': variables}``: the collections wrapped in one more layer.
 
     >>> from linen.core import apply
-    >>> params = {'w': jnp.ones(3)}
-    >>> apply(lambda scope: None)(params)  # should be {'params': params}
+    >>> variables = {'params': {'w': jnp.ones(3)}}
+    >>> apply(lambda scope: None)({'params': variables})  # should be variables
     Traceback (most recent call last):
     ...
     ApplyScopeInvalidVariablesStructureError: ...
     """
 
     def __init__(self, variables=None):
-        keys = list(variables.keys())[:5] if variables is not None else []
         super().__init__(
-            'Expected the first argument passed to an apply function to be a dictionary '
-            "of collections containing a 'params' key, e.g. `{'params': {...}}`; "
-            f'got a mapping with keys {keys} whose values are not all mappings. '
-            "If you passed `variables['params']`, pass `{'params': params}` instead."
+            'Expect the `variables` (first argument) passed to apply() to be a dict with the '
+            'structure {"params": ...}, but got a dict with an extra params layer, i.e.  '
+            '{"params": {"params": ... } }. You should instead pass in your dict\'s '
+            '["params"]: `apply(variables, ...)`, not `apply({\'params\': variables}, ...)`.'
         )
 
 
@@ -282,8 +299,21 @@ class InvalidRngError(LinenError, ValueError):
     InvalidRngError: ...
     """
 
-    def __init__(self, msg: str):
+    def __init__(self, msg: str, *, rngs: Any = None, hint: str = ''):
         super().__init__(msg)
+        # Set when ``rngs`` itself (not a mapping) is no key: Module methods then
+        # say so naming the Module class, as Flax does (see :meth:`for_module`).
+        self.rngs = rngs
+        self.hint = hint
+
+    def for_module(self, module_name: str) -> InvalidRngError:
+        """The error a Module method raises for the same ``rngs``: Flax's text naming the class."""
+        return InvalidRngError(
+            f'RNGs should be of shape (2,) or PRNGKey in Module {module_name}, but rngs are: '
+            f'{self.rngs}. {self.hint}',
+            rngs=self.rngs,
+            hint=self.hint,
+        )
 
 
 # -------------------------------------------------------------------------- module
@@ -398,6 +428,29 @@ class ApplyModuleInvalidMethodError(LinenError, TypeError):
             + ') is not a method of the module nor a callable. Pass a method name '
             'string, a (bound or unbound) method, or a function whose first argument is '
             'the module.'
+        )
+
+
+class ApplyModuleMissingCallError(ApplyModuleInvalidMethodError, AttributeError):
+    """``init``/``apply`` without ``method=`` on a Module class that defines no ``__call__``.
+
+    Flax raises a plain ``AttributeError`` with the same first sentence.
+
+    >>> class Foo(nn.Module):
+    ...     pass
+    >>> Foo().init(jax.random.key(0))
+    Traceback (most recent call last):
+    ...
+    ApplyModuleMissingCallError: "Foo" object has no attribute "__call__". ...
+    """
+
+    def __init__(self, module_cls: str):
+        LinenError.__init__(
+            self,
+            f'"{module_cls}" object has no attribute "__call__". If "__call__" is defined in '
+            "'.setup()', remember these fields are only accessible from inside 'init' or "
+            f"'apply'. {module_cls} defines no `__call__` method: define one, or pass "
+            '`method=` naming the method that `init`/`apply` should run.',
         )
 
 

@@ -637,7 +637,9 @@ class Module(_DataclassLike):
 
     def bind(self, variables: Mapping, *args, rngs: Any = None, mutable: Filter = False) -> Module:
         """A copy bound to ``variables`` for interactive use."""
-        scope = core_bind(variables, rngs=rngs, mutable=mutable)
+        if not isinstance(self, Module):  # `MyModule.bind(variables)` on the class
+            raise errors.InvalidInstanceModuleError()
+        scope = self._bind_root(variables, rngs, mutable)
         return self.clone(parent=scope, _deep_clone=True)
 
     def unbind(self) -> tuple[Module, dict]:
@@ -658,7 +660,7 @@ class Module(_DataclassLike):
                         call = _CALL_METHODS[type(self)] = klass.__dict__['__call__']
                         break
                 else:
-                    raise errors.ApplyModuleInvalidMethodError('__call__', type(self).__name__)
+                    raise errors.ApplyModuleMissingCallError(type(self).__name__)
             return call
         if isinstance(method, str):
             attr = getattr(type(self), method, None)
@@ -679,6 +681,12 @@ class Module(_DataclassLike):
         if callable(method) and _takes_the_module(method):
             return method
         raise errors.ApplyModuleInvalidMethodError(method, type(self).__name__)
+
+    def _bind_root(self, variables: Mapping, rngs: Any, mutable: Filter) -> Scope:
+        try:
+            return core_bind(variables, rngs=rngs, mutable=mutable)
+        except errors.InvalidRngError as e:
+            raise _for_module(e, self, rngs) from None
 
     def _scope_fn(self, method: Any, capture_intermediates: Any) -> Callable:
         fn = self._resolve_method(method)
@@ -712,7 +720,7 @@ class Module(_DataclassLike):
         fn = self._resolve_method(method)
         if capture_intermediates:
             mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
-        root = core_bind(variables, rngs=rngs, mutable=mutable)
+        root = self._bind_root(variables, rngs, mutable)
         try:
             module = self.clone(parent=root, _deep_clone=True)
             if capture_intermediates:
@@ -742,9 +750,12 @@ class Module(_DataclassLike):
         if capture_intermediates:
             mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
         scope_fn = self._scope_fn(method, capture_intermediates)
-        return core_init(scope_fn, mutable=mutable, flags={'initializing': True})(
-            rngs, *args, **kwargs
-        )
+        try:
+            return core_init(scope_fn, mutable=mutable, flags={'initializing': True})(
+                rngs, *args, **kwargs
+            )
+        except errors.InvalidRngError as e:
+            raise _for_module(e, self, rngs) from None
 
     def init(
         self,
@@ -804,10 +815,15 @@ class Module(_DataclassLike):
         **kwargs,
     ):
         """Variables' shapes and dtypes only (inputs may be ``jax.ShapeDtypeStruct``)."""
+        if not isinstance(self, Module):
+            raise errors.InvalidInstanceModuleError()
         scope_fn = self._scope_fn(method, False)
-        return core_lazy_init(scope_fn, mutable=mutable, flags={'initializing': True})(
-            rngs, *args, **kwargs
-        )
+        try:
+            return core_lazy_init(scope_fn, mutable=mutable, flags={'initializing': True})(
+                rngs, *args, **kwargs
+            )
+        except errors.InvalidRngError as e:
+            raise _for_module(e, self, rngs) from None
 
     # Flax's summary table; linen-profiling provides it (see _tabulate.py).
     tabulate = tabulate_method
@@ -824,6 +840,13 @@ class Module(_DataclassLike):
         if scopes is None:
             scopes = d['_compact_name_scopes'] = {}
         return scopes
+
+
+def _for_module(error: errors.InvalidRngError, module: Module, rngs: Any) -> Exception:
+    """``error`` as a Module method reports it: naming the class when ``rngs`` is no key."""
+    if error.hint and error.rngs is rngs:
+        return error.for_module(type(module).__name__)
+    return error
 
 
 def _call_attribute(name: str, module: Module, *args: Any, **kwargs: Any) -> Any:
