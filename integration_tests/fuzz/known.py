@@ -114,15 +114,6 @@ KNOWN: tuple[KnownFinding, ...] = (
         ('init_error_type_2', 'init_error_type_3', 'init_raises_3'),
     ),
     KnownFinding(
-        'F11',
-        'nn.vmap of a Module whose dataclass field holds a submodule made in the parent: '
-        'linen no longer leaks a tracer, but the field submodule is not placed under the '
-        'vmapped module as in Flax (its variables are missing there)',
-        None,
-        ('raises', 'error-type', 'structure', 'values'),
-        frozenset({'children.field', 'lift.vmap'}),
-    ),
-    KnownFinding(
         'D1',
         'nn.jit keeps the parameters a key gives (docs/differences.md, "nn.jit keeps the '
         'parameters a key gives"); Flax changes them',

@@ -333,3 +333,45 @@ def test_lifted_vmap_adds_no_hlo_instructions():
     ref = jax.jit(pure).lower(variables, x).compile().as_text()
     assert hlo_op_counts(ours) == hlo_op_counts(ref)
     assert sum(hlo_op_counts(ref).values()) > 0
+
+
+class _Holder(nn.Module):
+    sub: nn.Module
+
+    def __call__(self, x):
+        return self.sub(x)
+
+
+def test_field_submodule_made_in_parent_setup_is_mapped_with_the_vmapped_module():
+    mapped = nn.vmap(_Holder, variable_axes={'params': 0}, split_rngs={'params': True})
+
+    class Parent(nn.Module):
+        def setup(self):
+            self.blocks = mapped(sub=Dense(3))
+
+        def __call__(self, x):
+            return self.blocks(x)
+
+    x = jnp.arange(8.0).reshape(4, 2)
+    variables = Parent().init(jax.random.key(0), x)
+    p = variables['params']['blocks']['sub']
+    assert p['w'].shape == (4, 2, 3) and p['b'].shape == (4, 3)
+    y = Parent().apply(variables, x)
+    want = jnp.einsum('ni,nio->no', x, p['w']) + p['b']
+    np.testing.assert_allclose(y, want, rtol=1e-6)
+    assert not np.allclose(p['w'][0], p['w'][1])  # split rngs: one kernel per row
+
+
+def test_toplevel_field_submodules_are_mapped_under_a_vmapped_class():
+    class Outer(nn.Module):
+        inner: nn.Module
+
+        def __call__(self, x):
+            return self.inner(x)
+
+    mapped = nn.vmap(Outer, variable_axes={'params': 0}, split_rngs={'params': True})
+    x = jnp.ones((5, 2))
+    variables = mapped(Dense(3)).init(jax.random.key(0), x)
+    assert jax.tree_util.tree_map(jnp.shape, variables['params']) == {
+        'inner': {'w': (5, 2, 3), 'b': (5, 3)}
+    }

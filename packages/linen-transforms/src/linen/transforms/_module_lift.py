@@ -130,15 +130,49 @@ def _run_lifted(self, method_name, make_lifted, multi_scope, run, args, kwargs, 
             a, k = _args.restore(a, k, objects, others)
             updates = _args.restore_fields(fields, objects, others)
         if base is None:
-            clone = self.clone(parent=inner_scope, **updates)
+            fresh = readopted(self, {f: self.__dict__[f] for f in field_names(type(self))})
+            clone = self.clone(parent=inner_scope, **{**fresh, **updates})
         else:
             attrs = {f: self.__dict__[f] for f in field_names(base)}
+            attrs.update(readopted(self, attrs))
             attrs.update(updates)
             clone = base(parent=inner_scope, name=self.__dict__['name'], **attrs)
         return _check_returns(run(clone, a, k), method_name)
 
     scopes = (scope, *_args.scopes_of(objects)) if objects else scope
     return make_lifted(body)(scopes, *args, **kwargs)
+
+
+def readopted(module: Any, attrs: dict) -> dict:
+    """The fields of ``attrs`` holding submodules ``module`` adopted, as unbound copies.
+
+    A submodule given in a dataclass field (``C(A())``, or ``Vmap(sub=nn.Dense(3))``
+    built in a parent's ``setup``) is adopted by the module that holds it. Inside a
+    transform the clone of that module adopts an unbound copy again, so the
+    submodule's variables live under the transformed scope (mapped, scanned, ...)
+    as in Flax. Copies are made per trace: adoption binds them.
+    """
+    out = {}
+    for name, value in attrs.items():
+        if isinstance(value, Module):
+            if value.parent is module:
+                out[name] = _unbound_copy(value)
+        elif isinstance(value, (list, tuple, dict)) and value:
+
+            def fresh(x):
+                if isinstance(x, Module) and x.parent is module:
+                    return _unbound_copy(x)
+                return x
+
+            leaves = jax.tree_util.tree_leaves(value, is_leaf=_is_module_or_variable)
+            if any(isinstance(x, Module) and x.parent is module for x in leaves):
+                out[name] = jax.tree_util.tree_map(fresh, value, is_leaf=_is_module_or_variable)
+    return out
+
+
+def _unbound_copy(module: Any) -> Any:
+    attrs = {f: module.__dict__[f] for f in field_names(type(module))}
+    return module.clone(parent=None, **readopted(module, attrs))
 
 
 def lift_class(
