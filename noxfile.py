@@ -14,6 +14,8 @@
     python3 -m nox -s bench        benchmarks (see benchmarks/)
     python3 -m nox -s fuzz         differential fuzzing against Flax: -- --programs N |
                                    --minutes M | --seed S | --checkpoints N | --plugin-sets N
+    python3 -m nox -s flax_tests   Flax's own tests/linen and tests/core, fetched from the
+                                   Flax sdist, run unmodified against linen (a figure, not CI)
 
 Distributions are discovered from ``packages/*/pyproject.toml``: adding one is
 adding a folder, nothing here changes.
@@ -327,6 +329,25 @@ def fuzz(session: nox.Session) -> None:
     """
     _install_workspace(session, 'cpu')
     session.run('python', '-m', 'integration_tests.fuzz', *session.posargs)
+
+
+@nox.session(python=[PYTHON_OLDEST_JAX, PYTHON_NEWEST_JAX])
+def flax_tests(session: nox.Session) -> None:
+    """Flax's own tests run on linen (``tools/flax_own_tests.py``): how many pass.
+
+    Not part of CI: it downloads Flax's source distribution, and the tests that reach
+    into Flax's private helpers fail by construction. Arguments after ``--`` go to
+    pytest (``nox -s flax_tests -- -k scan``).
+    """
+    oldest = session.python == PYTHON_OLDEST_JAX
+    _install_workspace(session, 'cpu', f'jax=={JAX_OLDEST}' if oldest else 'jax')
+    session.install('absl-py')
+    session.run(
+        'python',
+        'tools/flax_own_tests.py',
+        '--',
+        *(session.posargs or ['linen', 'core', '-n', 'auto']),
+    )
 
 
 # --------------------------------------------------------------------------- build
