@@ -95,11 +95,11 @@ def toplevel_program(nn, as_class):
     if as_class:
         return vmap(C)(A(), B(A()))
 
-        class Top(C):
-            @vmap
-            @nn.compact
-            def __call__(self, x):
-                return self.b(x) + self.a(x)
+    class Top(C):
+        @vmap
+        @nn.compact
+        def __call__(self, x):
+            return self.b(x) + self.a(x)
 
     return Top(A(), B(A()))
 
