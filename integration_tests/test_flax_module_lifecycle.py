@@ -824,3 +824,89 @@ def test_errors_users_see_have_flax_class_names(scenario, error):
         errors_module = linen_core.errors if nn is linen_nn else __import__('flax').errors
         with pytest.raises(getattr(errors_module, error)):
             scenario(nn, core)
+
+
+# ------------------------------------------------------------------ nested init
+
+
+def _nested_init_models(nn):
+    class Leaf(nn.Module):
+        scale: int
+
+        def setup(self):
+            self.b = self.param('b', lambda key: jax.random.normal(key, ()))
+
+        def __call__(self, x):
+            return x + self.scale * self.b
+
+    class Holder(nn.Module):
+        leaf: nn.Module
+
+        def __call__(self, x):
+            return self.leaf(x)
+
+    class Compact(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(2)(x)
+
+    class Outer(nn.Module):
+        def setup(self):
+            self.holder = Holder(leaf=Leaf(scale=2))
+            self.compact = Compact()
+
+        def __call__(self, x):
+            # a bound submodule's own init: variables of its own, none in ours
+            y, holder_vars = self.holder.init_with_output(jax.random.key(1), x)
+            compact_vars = self.compact.init(jax.random.key(2), jnp.ones((1, 3)))
+            return y, holder_vars, compact_vars, self.holder(x)
+
+    return Outer
+
+
+def nested_init_of_bound_submodules(nn, core):
+    outer = _nested_init_models(nn)()
+    (y, holder_vars, compact_vars, z), variables = outer.init_with_output(
+        jax.random.key(0), jnp.ones(())
+    )
+    leaves = jax.tree_util.tree_map(lambda a: np.asarray(a).tolist(), dict(variables))
+    return (
+        float(y),
+        float(z),
+        jax.tree_util.tree_map(lambda a: np.asarray(a).tolist(), dict(holder_vars)),
+        jax.tree_util.tree_map(jnp.shape, dict(compact_vars)),
+        leaves,
+    )
+
+
+def nested_apply_of_bound_submodule(nn, core):
+    class Leaf(nn.Module):
+        def setup(self):
+            self.b = self.param('b', lambda key: jnp.ones(()))
+
+        def __call__(self, x):
+            return x + self.b
+
+    class Holder(nn.Module):
+        leaf: nn.Module
+
+        def __call__(self, x):
+            return self.leaf(x)
+
+    class Outer(nn.Module):
+        def setup(self):
+            self.holder = Holder(leaf=Leaf())
+
+        def __call__(self, x):
+            own = {'params': {'leaf': {'b': jnp.full((), 10.0)}}}
+            return self.holder.apply(own, x), self.holder(x)
+
+    outs, variables = Outer().init_with_output(jax.random.key(0), jnp.ones(()))
+    return [float(o) for o in outs], jax.tree_util.tree_map(float, dict(variables))
+
+
+@pytest.mark.parametrize(
+    'scenario', [nested_init_of_bound_submodules, nested_apply_of_bound_submodule]
+)
+def test_nested_init_like_flax(scenario):
+    assert_same_outcome(scenario)

@@ -615,8 +615,13 @@ class Module(_DataclassLike):
             cache: dict = _deep_clone if isinstance(_deep_clone, dict) else {}
 
             def clone_once(_: str, m: Module) -> Module:
-                if not (m.parent is None or isinstance(m.parent, Scope) or m.scope is None):
-                    return m  # a submodule bound elsewhere stays what it is
+                parent = m.parent
+                if not (
+                    parent is None or parent is self or isinstance(parent, Scope) or m.scope is None
+                ):
+                    # A submodule bound to another module (shared into this one) stays
+                    # what it is; one this module owns is part of the copy.
+                    return m
                 entry = cache.get(id(m))
                 if entry is None:
                     clone = m.clone(parent=None, _deep_clone=cache, _reset_names=_reset_names)
