@@ -12,6 +12,7 @@ import warnings
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import linen.nn as linen_nn
@@ -108,6 +109,57 @@ ERRORS = {
         layer_errors.AttentionInputsConflictError,
         2,
     ),
+    'attention_einsum_with_precision': (
+        lambda nn: nn.dot_product_attention(
+            X3,
+            X3,
+            X3,
+            precision=jax.lax.Precision.DEFAULT,
+            qk_attn_weights_einsum=jnp.einsum,
+            attn_weights_value_einsum=jnp.einsum,
+        ),
+        layer_errors.LayerArgumentError,
+        None,
+    ),
+    'attention_einsum_with_dot_general': (
+        lambda nn: nn.dot_product_attention(
+            X3,
+            X3,
+            X3,
+            einsum_dot_general=jax.lax.dot_general,
+            qk_attn_weights_einsum=jnp.einsum,
+            attn_weights_value_einsum=jnp.einsum,
+        ),
+        layer_errors.LayerArgumentError,
+        None,
+    ),
+    'attention_only_qk_einsum': (
+        lambda nn: nn.dot_product_attention(X3, X3, X3, qk_attn_weights_einsum=jnp.einsum),
+        layer_errors.LayerArgumentError,
+        None,
+    ),
+    'attention_only_value_einsum': (
+        lambda nn: nn.dot_product_attention(X3, X3, X3, attn_weights_value_einsum=jnp.einsum),
+        layer_errors.LayerArgumentError,
+        None,
+    ),
+    'attention_weights_einsum_with_precision': (
+        lambda nn: nn.dot_product_attention_weights(
+            X3, X3, precision=jax.lax.Precision.HIGHEST, einsum=jnp.einsum
+        ),
+        layer_errors.LayerArgumentError,
+        None,
+    ),
+    'mha_einsum_classes_with_precision': (
+        lambda nn: nn.MultiHeadDotProductAttention(
+            2,
+            precision=jax.lax.Precision.HIGHEST,
+            qk_attn_weights_einsum_cls=lambda: jnp.einsum,
+            attn_weights_value_einsum_cls=lambda: jnp.einsum,
+        ).init(KEY, X3),
+        layer_errors.LayerArgumentError,
+        None,
+    ),
     'attention_v_without_k': (
         lambda nn: nn.MultiHeadDotProductAttention(2).init(KEY, X3, inputs_v=X3),
         layer_errors.AttentionInputsConflictError,
@@ -171,3 +223,30 @@ def test_attention_deprecation_warning_starts_with_flax_sentence(case):
             with warnings.catch_warnings():
                 warnings.simplefilter('error')
                 nn.MultiHeadDotProductAttention(2).init(KEY, q, q, mask=jnp.ones((2, 1, 4, 4)))
+
+
+def test_custom_attention_einsums_are_called_as_flax_calls_them():
+    def program(nn):
+        seen = []
+
+        def einsum(*args, **kwargs):
+            seen.append((args[0], sorted(kwargs)))
+            return jnp.einsum(*args, **kwargs)
+
+        q = jnp.linspace(-1.0, 1.0, 24).reshape(1, 3, 2, 4)
+        out = nn.dot_product_attention(
+            q, q, q, qk_attn_weights_einsum=einsum, attn_weights_value_einsum=einsum
+        )
+        return out, seen
+
+    ours, seen_ours = program(linen_nn)
+    theirs, seen_theirs = program(flax_nn)
+    assert (
+        seen_ours
+        == seen_theirs
+        == [
+            ('...qhd,...khd->...hqk', []),
+            ('...hqk,...khd->...qhd', []),
+        ]
+    )
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)

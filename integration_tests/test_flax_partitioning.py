@@ -7,6 +7,8 @@ Meshes here use the suite's 4 host devices (2x2 and 1x4).
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -404,3 +406,70 @@ def test_missing_mesh_axis_in_with_partitioning_raises_flax_error_first_then_the
     theirs, ours = errors
     assert ours.startswith(theirs.split('\n')[0]), (ours, theirs)
     assert '"params/Dense_0/kernel"' in ours and "'tensor'" in ours
+
+
+# ------------------------------------------------------- pytree-valued param_with_axes
+
+
+def _pytree_param(nn, part, axes):
+    def init_fn(key, shape, dtype):
+        del key
+        return {'a': jnp.ones(shape, dtype), 'b': (jnp.zeros(shape, dtype), jnp.ones(shape, dtype))}
+
+    class Tree(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            tree = part.param_with_axes('tree', init_fn, (4, 4), x.dtype, axes=axes)
+            return x @ tree['a'] @ tree['b'][0] @ tree['b'][1]
+
+    return Tree()
+
+
+PYTREE_AXES = {
+    'nested names tuples': {'a': ('embed', 'mlp'), 'b': (('embed', 'mlp'), ('mlp', 'embed'))},
+    'one names tuple per subtree': {'a': ('batch', None), 'b': ('mlp', 'embed')},
+}
+
+
+@pytest.mark.parametrize('case', sorted(PYTREE_AXES))
+def test_pytree_param_with_axes_keeps_the_names_tree_as_flax(case):
+    axes = PYTREE_AXES[case]
+    x = jnp.ones((2, 4))
+    with linen_partitioning.axis_rules(RULES):
+        ours = _pytree_param(linen_nn, linen_partitioning, axes).init(jax.random.key(0), x)
+    with flax_partitioning.axis_rules(RULES):
+        theirs = _pytree_param(flax_nn, flax_partitioning, axes).init(jax.random.key(0), x)
+    assert ours['params_axes']['tree_axes'].names == theirs['params_axes']['tree_axes'].names
+    assert ours['params_axes']['tree_axes'] == linen_partitioning.AxisMetadata(names=axes)
+    assert dict(linen_partitioning.get_axis_names(ours['params_axes'])) == dict(
+        flax_partitioning.get_axis_names(theirs['params_axes'])
+    )
+
+
+def test_pytree_param_with_axes_under_rules_and_mesh_shards_as_flax():
+    mesh = jax.make_mesh((2, 2), ('data', 'model'), axis_types=(AxisType.Auto,) * 2)
+    axes = {'a': ('batch', 'mlp'), 'b': (('batch', None), (None, 'mlp'))}
+
+    def run(nn, part):
+        model = _pytree_param(nn, part, axes)
+        with jax.set_mesh(mesh), part.axis_rules(RULES):
+            variables = jax.jit(model.init)(jax.random.key(0), jnp.ones((2, 4)))
+        return variables['params']['tree']
+
+    ours, theirs = run(linen_nn, linen_partitioning), run(flax_nn, flax_partitioning)
+    for a, b in zip(
+        jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs), strict=True
+    ):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        assert a.sharding.is_equivalent_to(b.sharding, 2)
+
+    def constraints(nn, part):
+        model = _pytree_param(nn, part, axes)
+        with jax.set_mesh(mesh), part.axis_rules(RULES):
+            jaxpr = jax.make_jaxpr(model.init)(jax.random.key(0), jnp.ones((2, 4)))
+        return re.findall(r'sharding_constraint\[[^\]]*?spec=(P\([^)]*\))', str(jaxpr))
+
+    # Each array is constrained to its own names under the rules. (Flax 0.12 constrains
+    # every array of such a tree to P(None, None): the names are not mapped per array.)
+    ours = constraints(linen_nn, linen_partitioning)
+    assert sorted(ours) == sorted(["P('data', 'model')", "P('data', None)", "P(None, 'model')"])

@@ -427,10 +427,55 @@ def test_einsum_overrides():
     )
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
     assert calls.count(2) == 2
-    with pytest.raises(ValueError, match='not both'):
+    with pytest.raises(ValueError, match='mutually exclusive'):
         dot_product_attention_weights(
             q, k, einsum=counting_einsum, einsum_dot_general=counting_dot_general
         )
+
+
+def test_custom_einsums_are_called_with_the_operands_only():
+    q = jnp.ones((1, 3, 2, 4))
+    seen = []
+
+    def recording_einsum(equation, lhs, rhs, **kwargs):
+        seen.append((equation, sorted(kwargs)))
+        return jnp.einsum(equation, lhs, rhs, **kwargs)
+
+    out = dot_product_attention(
+        q, q, q, qk_attn_weights_einsum=recording_einsum, attn_weights_value_einsum=recording_einsum
+    )
+    np.testing.assert_allclose(out, ref_attention(q, q, q), rtol=1e-6, atol=1e-6)
+    assert seen == [('...qhd,...khd->...hqk', []), ('...hqk,...khd->...qhd', [])]
+
+
+@pytest.mark.parametrize(
+    'kwargs',
+    [
+        {'precision': jax.lax.Precision.DEFAULT},
+        {'einsum_dot_general': jax.lax.dot_general},
+    ],
+    ids=['precision', 'einsum_dot_general'],
+)
+def test_custom_einsums_exclude_precision_and_dot_general(kwargs):
+    q = jnp.ones((1, 4, 2))
+    with pytest.raises(ValueError, match='mutually exclusive'):
+        dot_product_attention(
+            q,
+            q,
+            q,
+            qk_attn_weights_einsum=jnp.einsum,
+            attn_weights_value_einsum=jnp.einsum,
+            **kwargs,
+        )
+    with pytest.raises(ValueError, match='mutually exclusive'):
+        dot_product_attention_weights(q, q, einsum=jnp.einsum, **kwargs)
+
+
+@pytest.mark.parametrize('which', ['qk_attn_weights_einsum', 'attn_weights_value_einsum'])
+def test_custom_einsums_come_together(which):
+    q = jnp.ones((1, 4, 2))
+    with pytest.raises(ValueError, match='must be specified together'):
+        dot_product_attention(q, q, q, **{which: jnp.einsum})
 
 
 def test_mha_dot_general_and_einsum_classes():

@@ -156,3 +156,37 @@ def test_get_partition_spec_of_boxed_tree_is_logical():
     variables = Layer().init(jax.random.key(0), jnp.ones((2, 4)))
     specs = nn.get_partition_spec(variables)
     assert specs['params']['Dense_0']['kernel'] == P(*NAMES)
+
+
+def test_param_with_axes_of_a_pytree_param_keeps_the_names_tree():
+    axes = {'a': ('embed', 'mlp'), 'b': (('embed', None), ('mlp', 'embed'))}
+
+    def init_fn(key, shape):
+        del key
+        return {'a': jnp.ones(shape), 'b': (jnp.zeros(shape), jnp.ones(shape))}
+
+    class Tree(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            tree = nn.partitioning.param_with_axes('tree', init_fn, (2, 2), axes=axes)
+            return x @ tree['a']
+
+    variables = Tree().init(jax.random.key(0), jnp.ones((1, 2)))
+    assert variables['params_axes']['tree_axes'] == nn.partitioning.AxisMetadata(names=axes)
+    assert dict(nn.partitioning.get_axis_names(variables['params_axes'])) == {
+        'tree': {'a': P('embed', 'mlp'), 'b': (P('embed', None), P('mlp', 'embed'))}
+    }
+
+
+@pytest.mark.parametrize(
+    ('names', 'spec'),
+    [
+        (('embed', 'mlp'), P('embed', 'mlp')),
+        ((), P()),
+        ((None,), P(None)),
+        (('embed', ('data', 'model')), P('embed', ('data', 'model'))),
+    ],
+)
+def test_get_axis_names_reads_one_names_tuple_as_one_spec(names, spec):
+    metadata = {'w_axes': nn.partitioning.AxisMetadata(names=names)}
+    assert nn.partitioning.get_axis_names(metadata)['w'] == spec

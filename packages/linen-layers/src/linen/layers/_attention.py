@@ -32,6 +32,7 @@ from linen.layers.errors import AttentionInputsConflictError as AttentionInputsC
 from linen.layers.errors import AttentionInputShapeError as AttentionInputShapeError
 from linen.layers.errors import AttentionMaskShapeError as AttentionMaskShapeError
 from linen.layers.errors import AutoregressiveCacheShapeError as AutoregressiveCacheShapeError
+from linen.layers.errors import LayerArgumentError
 from linen.layers.errors import QkvFeaturesNotDivisibleError as QkvFeaturesNotDivisibleError
 from linen.module import Module, compact, merge_param
 
@@ -102,6 +103,8 @@ def _qk_logits(query, key, precision, einsum_dot_general, einsum):
     """
     fn = _einsum(einsum_dot_general, einsum)
     query, key, sharding = _explicit_einsum(fn, query, key, 'qhd', 'khd', 'hqk')
+    if einsum is not None:  # a user's einsum is called with the operands only (as Flax)
+        return fn('...qhd,...khd->...hqk', query, key, **sharding)
     return fn('...qhd,...khd->...hqk', query, key, precision=precision, **sharding)
 
 
@@ -117,6 +120,8 @@ def _weights_times_value(weights, value, precision, einsum_dot_general, einsum):
     """``[..., h, q, k] x [..., k, h, d] -> [..., q, h, d]``."""
     fn = _einsum(einsum_dot_general, einsum)
     weights, value, sharding = _explicit_einsum(fn, weights, value, 'hqk', 'khd', 'qhd')
+    if einsum is not None:
+        return fn('...hqk,...khd->...qhd', weights, value, **sharding)
     return fn('...hqk,...khd->...qhd', weights, value, precision=precision, **sharding)
 
 
@@ -185,7 +190,9 @@ def dot_product_attention_weights(
       force_fp32_for_softmax: compute the softmax in float32 (the weights are then returned
         in float32) when the dtype is narrower.
       einsum_dot_general: a ``dot_general`` for the ``jnp.einsum`` computing the logits.
-      einsum: an einsum function replacing ``jnp.einsum`` for the logits.
+      einsum: an einsum function replacing ``jnp.einsum`` for the logits, called as
+        ``einsum(equation, query, key)``; it excludes ``precision`` and
+        ``einsum_dot_general`` (``ValueError``), as in Flax.
 
     Returns:
       Weights ``[batch..., num_heads, q_length, kv_length]``.
@@ -197,9 +204,14 @@ def dot_product_attention_weights(
     where = _where(module) if module is not None else 'dot_product_attention_weights'
     (query, key), dtype = _promote(query, key, dtype=dtype)
     _check_qk(where, query, key)
-    if einsum is not None and einsum_dot_general is not None:
-        raise ValueError(
-            'dot_product_attention_weights: pass `einsum` or `einsum_dot_general`, not both.'
+    if einsum is not None and (precision is not None or einsum_dot_general is not None):
+        raise LayerArgumentError(
+            where,
+            '`einsum` was given with `precision` or `einsum_dot_general`',
+            'A custom einsum is called with the operands only: pass the precision or the '
+            'dot_general inside it (e.g. functools.partial(jnp.einsum, precision=...)).',
+            flax_text='precision/einsum_dot_general and einsum are mutually exclusive. '
+            'Please specify only one of them.',
         )
     # A host-side constant: jnp.sqrt here would run an eager device op on every trace.
     query = query / np.sqrt(query.shape[-1]).astype(dtype)
@@ -252,7 +264,9 @@ def dot_product_attention(
 
     Args are as for :func:`dot_product_attention_weights`, plus ``value``
     (``[batch..., kv_length, num_heads, v_depth]``) and the two einsum overrides for the
-    logits (``qk_attn_weights_einsum``) and the weighted sum (``attn_weights_value_einsum``).
+    logits (``qk_attn_weights_einsum``) and the weighted sum (``attn_weights_value_einsum``):
+    given together or not at all, and not with ``precision`` or ``einsum_dot_general``
+    (``ValueError``, as in Flax); each is called as ``einsum(equation, lhs, rhs)``.
 
     Returns:
       ``[batch..., q_length, num_heads, v_depth]``.
@@ -261,6 +275,30 @@ def dot_product_attention(
     >>> dot_product_attention(q, q, q).shape
     (1, 3, 2, 4)
     """
+    if (qk_attn_weights_einsum is None) != (attn_weights_value_einsum is None):
+        given = (
+            'qk_attn_weights_einsum'
+            if attn_weights_value_einsum is None
+            else ('attn_weights_value_einsum')
+        )
+        raise LayerArgumentError(
+            _where(module) if module is not None else 'dot_product_attention',
+            f'only `{given}` was given',
+            'Pass both einsums (jnp.einsum for the one you do not customize), or neither.',
+            flax_text='qk_attn_weights_einsum and attn_weights_value_einsum must be '
+            'specified together.',
+        )
+    if qk_attn_weights_einsum is not None and (
+        precision is not None or einsum_dot_general is not None
+    ):
+        raise LayerArgumentError(
+            _where(module) if module is not None else 'dot_product_attention',
+            'custom einsums were given with `precision` or `einsum_dot_general`',
+            'A custom einsum is called with the operands only: pass the precision or the '
+            'dot_general inside it (e.g. functools.partial(jnp.einsum, precision=...)).',
+            flax_text='precision/einsum_dot_general and qk_attn_weights_einsum/'
+            'attn_weights_value_einsum are mutually exclusive. Please specify only one of them.',
+        )
     (query, key, value), dtype = _promote(query, key, value, dtype=dtype)
     if key.ndim != value.ndim or key.shape[:-1] != value.shape[:-1]:
         where = _where(module) if module is not None else 'dot_product_attention'

@@ -158,9 +158,15 @@ def param_with_axes(
     module = _current_module(module, 'param_with_axes')
     value = module.param(name, init_fn, *init_args, **init_kwargs)
     if axes is not None:
-        _check_axes_rank(module, name, value, axes, 'param_with_axes')
-        value = with_logical_constraint(value, PartitionSpec(*_full_rank(axes, value)))
-        module.sow('params_axes', f'{name}_axes', AxisMetadata(tuple(axes)), reduce_fn=_merge_axes)
+        if _is_names_tree(axes, value):
+            # A pytree-valued parameter: one names tuple per array, stored as given (Flax).
+            value = with_logical_constraint(value, _names_to_spec(axes))
+            stored = axes
+        else:
+            _check_axes_rank(module, name, value, axes, 'param_with_axes')
+            value = with_logical_constraint(value, PartitionSpec(*_full_rank(axes, value)))
+            stored = tuple(axes)
+        module.sow('params_axes', f'{name}_axes', AxisMetadata(stored), reduce_fn=_merge_axes)
     return value
 
 
@@ -233,11 +239,35 @@ def variable_with_axes(
     return PartitionedVariable(plain.scope, collection, name, axes, fallback)
 
 
+def _is_spec(x: Any) -> bool:
+    """A names tuple of one array: names, ``None`` s and tuples of names, at least one
+    name or ``None`` (``()`` too); a tuple of tuples only is a tuple of names tuples."""
+    if not isinstance(x, (tuple, list)):
+        return False
+    if not x:
+        return True
+    if not all(
+        e is None
+        or isinstance(e, str)
+        or (isinstance(e, tuple) and all(isinstance(i, str) for i in e))
+        for e in x
+    ):
+        return False
+    return any(e is None or isinstance(e, str) for e in x)
+
+
+def _is_names_tree(axes: Any, value: Any) -> bool:
+    """Whether ``axes`` gives names per array of a pytree ``value`` (not of one array)."""
+    return not hasattr(value, 'shape') and not _is_spec(axes)
+
+
 def _names_to_spec(names: Any) -> Any:
+    """``PartitionSpec`` s from a names tuple, or from a pytree of them (dicts, tuples)."""
+
     def leaf(x):
         return None if x is None else PartitionSpec(*x)
 
-    return jax.tree_util.tree_map(leaf, names, is_leaf=lambda x: x is None or isinstance(x, tuple))
+    return jax.tree_util.tree_map(leaf, names, is_leaf=lambda x: x is None or _is_spec(x))
 
 
 def get_axis_names(axes_metadata: Mapping[str, Any]) -> Any:
