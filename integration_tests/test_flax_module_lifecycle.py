@@ -910,3 +910,67 @@ def nested_apply_of_bound_submodule(nn, core):
 )
 def test_nested_init_like_flax(scenario):
     assert_same_outcome(scenario)
+
+
+# ------------------------------------------------------- interceptors and setup
+
+
+def interceptors_see_setup(nn, core):
+    class Inner(nn.Module):
+        def setup(self):
+            self.proj = nn.Dense(2)
+
+        def __call__(self, x):
+            return self.proj(x)
+
+    class Outer(nn.Module):
+        def setup(self):
+            self.inner = Inner()
+            self.scale = self.param('scale', lambda key: jnp.full((), 3.0))
+
+        def __call__(self, x):
+            return self.scale * self.inner(x)
+
+    model = Outer()
+    x = jnp.ones((1, 3))
+    variables = model.init(jax.random.key(0), x)
+    log = []
+
+    def record(next_fun, args, kwargs, context):
+        log.append((type(context.module).__name__, context.method_name, len(args)))
+        out = next_fun(*args, **kwargs)
+        if context.method_name == 'setup':
+            log.append(('setup returned', out))
+        return out
+
+    with nn.intercept_methods(record):
+        y = model.apply(variables, x)
+    with nn.intercept_methods(record):
+        init_again = model.init(jax.random.key(0), x)
+    assert_same_leaves(init_again, variables)
+    return log, np.asarray(y).tolist()
+
+
+def interceptor_replaces_setup_call(nn, core):
+    class Counter(nn.Module):
+        def setup(self):
+            self.w = self.param('w', lambda key: jnp.ones(()))
+
+        def __call__(self, x):
+            return x * self.w
+
+    seen = []
+
+    def wrap_setup(next_fun, args, kwargs, context):
+        if context.method_name == 'setup':
+            seen.append(context.orig_method() is None)  # setup runs again, returns None
+        return next_fun(*args, **kwargs)
+
+    with nn.intercept_methods(wrap_setup):
+        variables = Counter().init(jax.random.key(0), 2.0)
+    return seen, jax.tree_util.tree_map(float, dict(variables))
+
+
+@pytest.mark.parametrize('scenario', [interceptors_see_setup, interceptor_replaces_setup_call])
+def test_interceptors_see_setup_like_flax(scenario):
+    assert_same_outcome(scenario)

@@ -153,6 +153,31 @@ def test_method_wrapper_options(labels_off, plugin):
     assert not _dispatch.wrappers_are_relative()  # neither has an at_boundary half
 
 
+def test_wraps_setup_option(labels_off, plugin):
+    seen = []
+
+    def with_setup(next_fn, args, kwargs, context):
+        seen.append(('with-setup', type(context.module).__name__, context.method_name, args))
+        return next_fn(*args, **kwargs)
+
+    def without_setup(next_fn, args, kwargs, context):
+        seen.append(('without', type(context.module).__name__, context.method_name))
+        return next_fn(*args, **kwargs)
+
+    wrappers = [MethodWrapper(with_setup, wraps_setup=True), without_setup]
+    for i, wrapper in enumerate(wrappers):
+        plugin(types.SimpleNamespace(linen_method_wrapper=hookimpl(lambda w=wrapper: w)), f's{i}')
+    x = jnp.array([1.0, 2.0])
+    variables = Tree().init(jax.random.key(0), x)
+    seen.clear()
+    Tree().apply(variables, x)
+    setups = [entry for entry in seen if 'setup' in entry]
+    # Tree defines setup (once per binding, before its first method); Leaf does not.
+    assert setups == [('with-setup', 'Tree', 'setup', ())]
+    assert seen.index(setups[0]) == 0
+    assert ('without', 'Tree', '__call__') in seen
+
+
 def test_wrapper_returning_none_is_inactive(labels_off, plugin):
     plugin(types.SimpleNamespace(linen_method_wrapper=hookimpl(lambda: None)), 'test-none')
     assert _dispatch.get_runner() is None
@@ -175,6 +200,7 @@ def test_intercept_methods_sees_module_and_method_and_can_change_output(labels_o
         with nn.intercept_methods(double_leaves):
             y = Tree().apply(v, x)
     assert seen == [
+        (None, 'setup'),  # Tree's lazy setup, as Flax's interceptors see it
         (None, '__call__'),
         (None, 'helper'),
         ('left', '__call__'),

@@ -26,6 +26,7 @@ from linen.module.hookspecs import MethodWrapper
 __all__ = [
     'invalidate_method_wrappers',
     'get_runner',
+    'run_setup',
     'active_wrappers',
     'call_at_boundary',
     'wrappers_are_relative',
@@ -105,9 +106,11 @@ class _Chain:
       relative: whether every wrapper has an ``at_boundary`` half.
       boundary: ``boundary(fn, module, method_name, method, args, kwargs)`` running
         the ``at_boundary`` halves around a compiled call, or None.
+      setup: the chain for a module's lazy ``setup`` call (only the wrappers that
+        ask for it), or None.
     """
 
-    __slots__ = ('run', 'wrappers', 'unbound', 'relative', 'boundary')
+    __slots__ = ('run', 'wrappers', 'unbound', 'relative', 'boundary', 'setup')
 
     def __init__(self, wrappers: tuple[MethodWrapper, ...]):
         self.wrappers = wrappers
@@ -116,6 +119,8 @@ class _Chain:
         # runs its interceptors there, but no profiling names or captures).
         unbound = tuple(w for w in wrappers if w.wraps_unbound)
         self.unbound = None if not unbound else (self if unbound == wrappers else _Chain(unbound))
+        setup = tuple(w for w in wrappers if w.wraps_setup)
+        self.setup = None if not setup else (self if setup == wrappers else _Chain(setup))
         halves = tuple(w.at_boundary for w in wrappers if w.at_boundary is not None)
         self.relative = len(halves) == len(wrappers)
         self.boundary = _compose_boundary(halves) if halves else None
@@ -202,6 +207,15 @@ def call_at_boundary(
     if boundary is None:
         return fn(*args, **kwargs)
     return boundary(fn, module, method_name, method, args, kwargs)
+
+
+def run_setup(module: Any, setup: Callable) -> None:
+    """Run ``setup(module)``, the module's lazy setup, through the wrappers that ask for it."""
+    chain = get_runner()
+    if chain is None or chain.setup is None:
+        setup(module)
+    else:
+        chain.setup.run(setup, module, 'setup', (), {})
 
 
 def get_runner() -> _Chain | None:

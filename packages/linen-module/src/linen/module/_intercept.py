@@ -81,8 +81,8 @@ def _bind(interceptor, next_fn, context):
     return call
 
 
-# Flax runs interceptors for calls on unbound modules too.
-_INTERCEPT = MethodWrapper(_run_interceptors, wraps_unbound=True)
+# Flax runs interceptors for calls on unbound modules and for setup too.
+_INTERCEPT = MethodWrapper(_run_interceptors, wraps_unbound=True, wraps_setup=True)
 
 
 @hookimpl

@@ -32,7 +32,7 @@ from linen.module import _capture
 from linen.module._constructor import replace_frozen_init
 from linen.module._decorators import compact, compact_name_scope, nowrap
 from linen.module._descriptors import guard_descriptors
-from linen.module._dispatch import _call_wrapped_method, _wrap_method
+from linen.module._dispatch import _call_wrapped_method, _wrap_method, run_setup
 from linen.module._repr import module_repr
 from linen.module._state import ModuleState, _stack
 from linen.module._tabulate import tabulate_method
@@ -416,7 +416,7 @@ class Module(_DataclassLike):
         state.in_setup = True
         _stack.modules.append(self)
         try:
-            self.setup()
+            run_setup(self, type(self).setup)
             state.setup_called = True
         finally:
             state.in_setup = False

@@ -73,11 +73,15 @@ class MethodWrapper:
         class.
       wraps_unbound: also wrap calls on unbound modules (Flax runs its
         interceptors there); by default those run the method directly.
+      wraps_setup: also wrap the lazy ``setup`` call of a module whose class
+        defines one (``method_name == 'setup'``, no arguments; Flax runs its
+        interceptors there); by default ``setup`` runs directly.
     """
 
     wrap: WrapFunction
     at_boundary: WrapFunction | None = None
     wraps_unbound: bool = False
+    wraps_setup: bool = False
 
 
 @hookspec
