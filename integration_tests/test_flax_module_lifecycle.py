@@ -974,3 +974,54 @@ def interceptor_replaces_setup_call(nn, core):
 @pytest.mark.parametrize('scenario', [interceptors_see_setup, interceptor_replaces_setup_call])
 def test_interceptors_see_setup_like_flax(scenario):
     assert_same_outcome(scenario)
+
+
+# ------------------------------------------------------------------------- repr
+
+
+def repr_inside_compact(nn, core):
+    class MLP(nn.Module):
+        act: object = nn.relu
+        sizes: tuple = (3, 2)
+
+        @nn.compact
+        def __call__(self, x):
+            for size in self.sizes:
+                x = self.act(nn.Dense(size)(x))
+            return repr(self)
+
+    x = jnp.ones((1, 2))
+    text, variables = MLP().init_with_output(jax.random.key(0), x)
+    return repr(MLP()), text, MLP().apply(variables, x)
+
+
+def repr_of_setup_children_and_fields(nn, core):
+    class Inner(nn.Module):
+        layer: nn.Module
+
+        def __call__(self, x):
+            return self.layer(x)
+
+    class Outer(nn.Module):
+        inner: nn.Module
+        f: object = lambda x: x
+        g: object = jnp.tanh
+        dtype: object = jnp.bfloat16
+        label: str = 'a'
+
+        def setup(self):
+            self.proj = nn.Dense(2, name='named_proj')
+            self.stack = [nn.Dense(1), nn.Dense(2)]
+
+        def __call__(self, x):
+            self.sow('intermediates', 'x', x)
+            return repr(self), self.inner(self.proj(x))
+
+    model = Outer(Inner(nn.Dense(2)), name='top')
+    (text, _), _ = model.init_with_output(jax.random.key(0), jnp.ones((1, 2)))
+    return repr(model), _no_addresses(text)
+
+
+@pytest.mark.parametrize('scenario', [repr_inside_compact, repr_of_setup_children_and_fields])
+def test_repr_like_flax(scenario):
+    assert_same_outcome(scenario)

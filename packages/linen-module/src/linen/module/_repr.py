@@ -15,9 +15,13 @@ def _is_module(value: Any) -> bool:
 
 
 def module_repr(module: Any, depth: int = 1) -> str:
-    """``ClassName(# attributes ... # children ...)``, children indented.
+    """``ClassName(# attributes ... # children ...)``, children indented, as Flax prints it.
 
-    Modules nested deeper than the ``max_repr_depth`` flag print as ``ClassName(...)``.
+    Attributes are the fields shown by ``repr`` (not ``parent`` nor ``name``); a
+    function, class or other named callable prints as its ``__name__``. Children
+    are the submodules the module has made or adopted so far (a bound module's,
+    under the names they were registered with). Modules nested deeper than the
+    ``max_repr_depth`` flag print as ``ClassName(...)``.
     """
     pad = '    '
     cls = type(module)
@@ -25,28 +29,21 @@ def module_repr(module: Any, depth: int = 1) -> str:
     if max_depth is not None and depth > max_depth:
         return f'{cls.__name__}(...)'
 
-    fields = [f for f in dataclasses.fields(module) if f.name not in ('parent',) and f.repr]
     lines = [f'{cls.__name__}(']
     attrs = []
-    for f in fields:
-        value = module.__dict__.get(f.name)
-        if f.name == 'name' and value is None:
+    for f in dataclasses.fields(module):
+        if f.name in ('parent', 'name') or not f.repr:
             continue
+        value = module.__dict__.get(f.name)
         if _is_module(value):
             attrs.append(f'{pad}{f.name} = {_indent(module_repr(value, depth + 1), pad)}')
         else:
-            attrs.append(f'{pad}{f.name} = {value!r}')
+            attrs.append(f'{pad}{f.name} = {_indent(_attr_repr(value), pad)}')
     if attrs:
         lines.append(f'{pad}# attributes')
         lines.extend(attrs)
-    children = [
-        (k, v)
-        for k, v in module.__dict__.items()
-        if k not in getattr(cls, '_field_names', ())
-        and not k.startswith('_')
-        and k not in ('parent', 'name', 'scope')
-        and _is_module(v)
-    ]
+    state = module.__dict__.get('_state')
+    children = [] if state is None else [(k, v) for k, v in state.children.items() if _is_module(v)]
     if children:
         lines.append(f'{pad}# children')
         for k, v in children:
@@ -55,6 +52,15 @@ def module_repr(module: Any, depth: int = 1) -> str:
         return f'{cls.__name__}()'
     lines.append(')')
     return '\n'.join(lines)
+
+
+def _attr_repr(value: Any) -> str:
+    # A named callable (function, class, dtype, jax.custom_jvp) prints as its name.
+    if callable(value):
+        name = getattr(value, '__name__', None)
+        if name:
+            return str(name)
+    return repr(value)
 
 
 def _indent(text: str, pad: str) -> str:
