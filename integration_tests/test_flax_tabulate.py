@@ -13,6 +13,7 @@ import sys
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 pytest.importorskip('flax')
@@ -259,3 +260,151 @@ def test_without_linen_profiling_module_tabulate_names_it():
     assert result.returncode == 0, result.stderr
     assert 'linen-profiling' in result.stdout
     assert 'pip install' in result.stdout
+
+
+class _Key(str, enum.Enum):  # noqa: UP042 (the kind of key Flax's test uses)
+    x = 'x'
+
+
+def last_mile_models(nn):
+    """Programs of Flax's own summary tests' kinds: no inputs, scalars, non-array
+    variables, enum keys, one-name partition specs, lifted modules."""
+    from flax import struct
+
+    class Metadata(struct.PyTreeNode):
+        names: tuple = struct.field(pytree_node=False)
+
+    class Constant(nn.Module):
+        @nn.compact
+        def __call__(self):
+            return 1
+
+    class AddOne(nn.Module):
+        def __call__(self, x):
+            return x + 1
+
+    class Scalar(nn.Module):
+        @nn.compact
+        def __call__(self):
+            return AddOne()(x=np.pi)
+
+    class Sown(nn.Module):
+        @nn.compact
+        def __call__(self):
+            self.sow('foo', 'bar', Metadata(('baz', 'qux')))
+
+    class Keyed(nn.Module):
+        @nn.compact
+        def __call__(self, inputs):
+            return jnp.sum(nn.Dense(2)(inputs['x']))
+
+    class OneName(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(
+                3,
+                kernel_init=nn.with_partitioning(nn.initializers.lecun_normal(), (None, 'data')),
+                bias_init=nn.with_partitioning(nn.initializers.zeros, (None,)),
+            )(x)
+
+    class Identity(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.Dense(3)(x)
+            return nn.Dropout(0.5, deterministic=True)(x)
+
+    class Nothing(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            self.variable('counter', 'n', lambda: jnp.zeros((), jnp.int32))
+
+    return {
+        'Constant': Constant,
+        'Scalar': Scalar,
+        'Sown': Sown,
+        'Keyed': Keyed,
+        'OneName': OneName,
+        'Identity': Identity,
+        'Nothing': Nothing,
+    }
+
+
+LAST_MILE_CASES = {
+    'no inputs, a Python int output': ('Constant', (), {}),
+    'a NumPy scalar input': ('Scalar', (), {}),
+    'a sown dataclass': ('Sown', (), {}),
+    'enum keys, positional': ('Keyed', ({_Key.x: jnp.ones((1, 1))},), {}),
+    'enum keys, by keyword': ('Keyed', (), {'inputs': {_Key.x: jnp.ones((1, 1))}}),
+    'one-name partition spec': ('OneName', (X,), {}),
+    'a pass-through call': ('Identity', (X,), {}),
+    'a None output': ('Nothing', (X,), {}),
+}
+FLOPS = {'compute_flops': True, 'compute_vjp_flops': True}
+
+
+@pytest.mark.parametrize('case', sorted(LAST_MILE_CASES))
+def test_last_mile_cells_and_flops_are_flax_cells(case):
+    # Calls that do no work count 0 FLOPs, as Flax counts them (not n/a).
+    name, args, kwargs = LAST_MILE_CASES[case]
+    rngs = {} if not args and not kwargs.get('inputs') else jax.random.key(0)
+    ours, theirs = (
+        last_mile_models(nn)[name]().tabulate(rngs, *args, console_kwargs=PLAIN, **FLOPS, **kwargs)
+        for nn in (linen_nn, flax_nn)
+    )
+    if name not in ('OneName', 'Identity', 'Keyed'):
+        assert _parse(ours) == _parse(theirs)
+        return
+    # Matmul FLOPs are compared in test_flops_columns_agree_with_flax.
+    assert _flops_columns(ours).keys() == _flops_columns(theirs).keys()
+    if name == 'Identity':
+        assert (
+            _flops_columns(ours)['Dropout_0'] == _flops_columns(theirs)['Dropout_0'] == ('0', '0')
+        )
+    assert _without_flops(ours) == _without_flops(theirs)
+
+
+def _without_flops(table):
+    title, rows, caption = _parse(table)
+    for row in rows:
+        row.pop('flops', None)
+        row.pop('vjp_flops', None)
+    return title, rows, caption
+
+
+@pytest.mark.parametrize('case', ['enum keys, by keyword', 'a sown dataclass', 'a None output'])
+def test_default_console_styles_as_flax(case):
+    # No console_kwargs: Flax styles the table as for a terminal (dim dtypes, bold
+    # counts and headers, italic title); the text must be the same, escapes included.
+    name, args, kwargs = LAST_MILE_CASES[case]
+    rngs = {} if name == 'Sown' else jax.random.key(0)
+    ours, theirs = (
+        last_mile_models(nn)[name]().tabulate(rngs, *args, **kwargs) for nn in (linen_nn, flax_nn)
+    )
+    assert '\x1b[2mfloat32\x1b[0m' in theirs or name == 'Sown'
+    assert ours == theirs
+
+
+def lstm(nn, name):
+    class LSTM(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            carry = nn.LSTMCell(4).initialize_carry(jax.random.key(0), x[:, 0].shape)
+            scan = nn.scan(
+                nn.LSTMCell,
+                variable_broadcast='params',
+                split_rngs={'params': False},
+                in_axes=1,
+                out_axes=1,
+            )
+            return scan(4, name=name)(carry, x)
+
+    return LSTM()
+
+
+@pytest.mark.parametrize('name', ['ScanLSTM', None])
+def test_lifted_module_tabulates_without_leaking_tracers(name):
+    x = jnp.ones((2, 3, 5))
+    with jax.check_tracer_leaks(True):
+        ours = lstm(linen_nn, name).tabulate(jax.random.key(0), x=x, console_kwargs=PLAIN)
+    theirs = lstm(flax_nn, name).tabulate(jax.random.key(0), x=x, console_kwargs=PLAIN)
+    assert _parse(ours) == _parse(theirs)

@@ -257,3 +257,38 @@ def test_collectives_under_shard_map_give_per_device_flops():
     assert float(rows['head'][4]) == (2 * 4 * B * D_IN * D_OUT + 4 * B * D_OUT) / 4
     assert 'per device: the program is partitioned over 4 devices' in table
     assert 'n/a' not in table
+
+
+def test_calls_without_work_count_zero_flops_and_python_outputs_are_constants():
+    class AddOne(lm.Module):
+        def __call__(self, x):
+            return x + 1
+
+    class Model(lm.Module):
+        @lm.compact
+        def __call__(self, x):
+            y = Dense(3, name='used')(x)
+            y = nn.Dropout(0.5, deterministic=True)(y)  # returns its input: no work
+            return y, AddOne()(x=2.5)  # a Python float: a constant of the program
+
+    table = Model().tabulate(
+        jax.random.key(0),
+        jnp.ones((B, D_IN)),
+        compute_flops=True,
+        compute_vjp_flops=True,
+        console_kwargs=PLAIN,
+    )
+    rows = _cells(table)
+    assert rows['Dropout_0'][4:6] == ['0', '0']
+    assert rows['AddOne_0'][4:6] == ['0', '0']
+    assert rows['AddOne_0'][2:4] == ['x: 2.5', '3.5']
+    assert float(rows['used'][4]) == 2 * B * D_IN * 3
+    assert 'n/a' not in table
+
+
+def test_default_console_is_styled_as_a_terminal():
+    table = Dense(3).tabulate(jax.random.key(0), jnp.ones((1, 2)))
+    assert '\x1b[2mfloat32\x1b[0m[1,2]' in table  # dim dtype
+    assert '\x1b[1m6 \x1b[0m\x1b[1;2m(24 B)\x1b[0m' in table  # bold count, bold dim bytes
+    plain = Dense(3).tabulate(jax.random.key(0), jnp.ones((1, 2)), console_kwargs=PLAIN)
+    assert '\x1b[' not in plain

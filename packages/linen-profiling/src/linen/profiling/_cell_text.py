@@ -7,6 +7,8 @@ mappings (empty ones ``[]`` and ``{}``), as Flax's summary dumps them.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,8 +29,23 @@ def leaf_text(value: Any) -> str | None:
     if hasattr(value, 'shape') and hasattr(value, 'dtype'):
         text = f'{value.dtype}[{",".join(str(d) for d in value.shape)}]'
         if names is not None:
-            text += f' P({", ".join(str(n) for n in names)})'
+            # Flax prints the names tuple without quotes: P(None,) for one name.
+            text += ' P' + repr(tuple(names)).replace("'", '')
         return text
+    return None
+
+
+def _key_text(key: Any) -> str:
+    """A mapping key as Flax's YAML shows it: an enum member by its value."""
+    if isinstance(key, enum.Enum):
+        key = key.value
+    return str.__str__(key) if isinstance(key, str) else str(key)
+
+
+def _fields(value: Any) -> dict[str, Any] | None:
+    """A dataclass instance's fields as a mapping (Flax lists them so), else ``None``."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     return None
 
 
@@ -49,15 +66,23 @@ def as_lines(value: Any) -> list[str]:
         return [leaf]
     if _is_empty(value):
         return ['{}' if isinstance(value, Mapping) else '[]']
+    fields = _fields(value)
+    if fields is not None:
+        value = fields
     if isinstance(value, Mapping):
         lines = []
         for key, item in value.items():
             inner = as_lines(item)
-            if len(inner) == 1 and (not isinstance(item, (Mapping, tuple, list)) or not item):
-                lines.append(f'{key}: {inner[0]}')
+            nested = leaf_text(item) is None and (
+                isinstance(item, (Mapping, tuple, list)) or _fields(item) is not None
+            )
+            if len(inner) == 1 and (not nested or _is_empty(item)):
+                lines.append(f'{_key_text(key)}: {inner[0]}')
             else:
-                lines.append(f'{key}:')
-                lines.extend(inner)
+                lines.append(f'{_key_text(key)}:')
+                # YAML: a mapping in a mapping is indented, a list is not.
+                pad = '' if isinstance(item, (tuple, list)) else '  '
+                lines.extend(pad + line for line in inner)
         return lines
     if isinstance(value, (tuple, list)):
         lines = []
@@ -70,8 +95,9 @@ def as_lines(value: Any) -> list[str]:
 
 
 def cell_lines(value: Any) -> list[str]:
-    """The lines of an inputs/outputs cell: nothing for ``None`` or an empty container."""
-    if value is None or _is_empty(value):
+    """The lines of an inputs/outputs cell: nothing for an empty container (``None`` reads
+    ``None``, as in Flax)."""
+    if _is_empty(value):
         return []
     return as_lines(value)
 

@@ -44,7 +44,6 @@ class Call:
     label_path: str
     inputs: tuple[Any, dict[str, Any]]  # (positional, keyword) arguments as shape text
     outputs: Any = None
-    module: Any = None
     seconds: float = 0.0  # wall time of the call, submodule calls included
     children_seconds: float = 0.0  # of that, in directly nested wrapped calls
 
@@ -106,7 +105,6 @@ def record(next_fn, args, kwargs, context):
         method_name=context.method_name,
         label_path='/'.join(labels),
         inputs=(shapes(args), shapes(dict(kwargs))) if capture else ((), {}),
-        module=module,
     )
     records.append(call)
     parent = _parent.get()

@@ -41,6 +41,8 @@ from linen.profiling._sharding import (
 __all__ = ['tabulate']
 
 _DEFAULT_MUTABLE = DenyList('intermediates')
+# The dtype of a ``float32[2,3]`` shape text (``key<fry>[]`` too), dimmed as Flax does.
+_DTYPE = r'(?<![^\s(])[A-Za-z_][\w<>]*(?=\[[0-9,]*\])'
 # A row names its method unless it is one of these (Flax's rule).
 _UNSHOWN_METHODS = frozenset({'__call__', '<lambda>'})
 
@@ -135,13 +137,42 @@ _PARTITIONS = re.compile(r'\bnum_partitions=(\d+)')
 _UNBOUND_AXIS = re.compile(r'unbound axis name: ([^\s.,]+)')
 
 
-def _flops_by_label(fn: Callable, *args: Any) -> tuple[dict[str, float], list[str]]:
-    """Inclusive FLOPs per label path of ``fn`` and what the reader must know about them."""
+def _traced_paths(fn: Callable, *args: Any) -> set[str]:
+    """The label paths (and their parents) under which tracing ``fn`` binds any operation."""
+    import jax
+
+    from linen.profiling._hlo import module_path_from_op_name
+
+    paths: set[str] = set()
+
+    def walk(jaxpr: Any, prefix: str) -> None:
+        for eqn in jaxpr.eqns:
+            stack = '/'.join(p for p in (prefix, str(eqn.source_info.name_stack)) if p)
+            parts = module_path_from_op_name(f'{stack}/{eqn.primitive}').split('/')
+            paths.update('/'.join(parts[: i + 1]) for i in range(len(parts)) if parts[0])
+            for param in eqn.params.values():
+                for inner in param if isinstance(param, (tuple, list)) else (param,):
+                    inner = getattr(inner, 'jaxpr', inner)  # a ClosedJaxpr's Jaxpr
+                    if hasattr(inner, 'eqns'):
+                        walk(inner, stack)
+
+    walk(jax.make_jaxpr(fn)(*args).jaxpr, '')
+    return paths
+
+
+def _flops_by_label(fn: Callable, *args: Any) -> tuple[dict[str, float], set[str], list[str]]:
+    """Inclusive FLOPs per label path of ``fn``, the label paths that did any work when
+    traced, and what the reader must know about the FLOPs.
+
+    A call absent from the compiled program did no work when tracing bound no
+    operation under its label (Flax's 0); otherwise its work was removed or merged (n/a).
+    """
     from linen.profiling._costs import module_costs
     from linen.profiling._state import override_named_call
 
     with override_named_call(True):
         costs = module_costs(fn, *args)
+        traced = _traced_paths(fn, *args)
     notes = []
     if costs.uncosted:
         notes.append(
@@ -155,7 +186,7 @@ def _flops_by_label(fn: Callable, *args: Any) -> tuple[dict[str, float], list[st
             f'per device: the program is partitioned over {partitions.group(1)} devices '
             f'(shard_map or sharded arrays); work done on every device counts once'
         )
-    return {row.path: row.inclusive_flops for row in costs.rows}, notes
+    return {row.path: row.inclusive_flops for row in costs.rows}, traced, notes
 
 
 def _bind_axes(fn: Callable, axis_names: list[str]) -> Callable:
@@ -204,6 +235,9 @@ class _Flops:
 
     flops: dict[str, float] = field(default_factory=dict)
     vjp_flops: dict[str, float] = field(default_factory=dict)
+    # the label paths that bound any operation when traced (the others did no work: 0)
+    flops_traced: set[str] = field(default_factory=set)
+    vjp_flops_traced: set[str] = field(default_factory=set)
     failed: dict[str, str] = field(default_factory=dict)  # column -> the error
 
 
@@ -216,7 +250,9 @@ def _count_flops(
     result, notes = _Flops(), []
     if forward:
         try:
-            result.flops, flops_notes = _flops_by_label(apply, variables, *args)
+            result.flops, result.flops_traced, flops_notes = _flops_by_label(
+                apply, variables, *args
+            )
             notes.extend(f'flops: {note}' for note in flops_notes)
         except Exception as error:  # reported in the table, not swallowed
             result.failed['flops'] = f'{type(error).__name__}: {error}'
@@ -225,7 +261,12 @@ def _count_flops(
         def float_outputs(v, *a):
             out, _ = apply(v, *a)
             leaves = jax.tree_util.tree_leaves(out)
-            return [x for x in leaves if jax.numpy.issubdtype(x.dtype, jax.numpy.inexact)]
+            # Python and NumPy scalars are constants of the program: nothing to differentiate.
+            return [
+                x
+                for x in leaves
+                if isinstance(x, jax.Array) and jax.numpy.issubdtype(x.dtype, jax.numpy.inexact)
+            ]
 
         def forward_and_backward(v, cotangents, *a):
             # The primal outputs are returned and the cotangents are inputs, so
@@ -238,7 +279,7 @@ def _count_flops(
             for x in jax.eval_shape(float_outputs, variables, *args)
         ]
         try:
-            result.vjp_flops, vjp_notes = _flops_by_label(
+            result.vjp_flops, result.vjp_flops_traced, vjp_notes = _flops_by_label(
                 forward_and_backward, variables, cotangents, *args
             )
             notes.extend(f'vjp_flops: {note}' for note in vjp_notes)
@@ -306,9 +347,9 @@ def _rows(
                 if key in layouts:
                     row.layouts.append((name, layouts[key]))
         if flops is not None:
-            for column, table, enabled in (
-                ('flops', flops.flops, forward),
-                ('vjp_flops', flops.vjp_flops, vjp),
+            for column, table, traced, enabled in (
+                ('flops', flops.flops, flops.flops_traced, forward),
+                ('vjp_flops', flops.vjp_flops, flops.vjp_flops_traced, vjp),
             ):
                 if not enabled:
                     continue
@@ -316,6 +357,8 @@ def _rows(
                     text = 'n/a'
                 elif call.label_path in table:
                     text = f'{table[call.label_path]:,.0f}'.replace(',', '')
+                elif call.label_path not in traced:
+                    text = '0'  # the call bound no operation: no work (as Flax counts it)
                 else:
                     text, missing_flops = 'n/a', True
                 setattr(row, column, text)
@@ -416,10 +459,10 @@ def _render(
     totals = {c: _subtree_size(variables[c]) for c in collections}
     count = sum(c for c, _ in totals.values())
     size = sum(s for _, s in totals.values())
-    caption = Text('\nTotal Parameters: ')
-    if collections:  # (Flax leaves the total blank for a module without variables)
-        caption.append(f'{count:,}')
-        caption.append(f' ({_bytes_text(size)})', style='dim')
+    caption = Text('\nTotal Parameters: ', style='bold')
+    if count:  # (Flax leaves the total blank when nothing counts)
+        caption.append(f'{count:,} ')
+        caption.append(f'({_bytes_text(size)})', style='dim')
     if notes:
         caption.append('\n' + '\n'.join(notes), style='not bold')
     table = Table(
@@ -447,6 +490,14 @@ def _render(
             if index:
                 text.append('\n')
             text.append(line)
+        text.highlight_regex(_DTYPE, style='dim')  # Flax dims the dtype of ``float32[2,3]``
+        return text
+
+    def count_text(n: int, nbytes: int) -> Text:
+        text = Text()
+        if n:  # (Flax leaves the count blank when nothing counts)
+            text.append(f'{n:,} ', style='bold')
+            text.append(f'({_bytes_text(nbytes)})', style='bold dim')
         return text
 
     for row in rows:
@@ -470,25 +521,20 @@ def _render(
                 cells.append('')
                 continue
             listed, n, nbytes = entry
-            text = Text()
-            for _, lines in listed:
-                for line in lines:
-                    text.append(f'{line}\n')
+            text = shapes_text([line for _, lines in listed for line in lines])
             if listed:
-                text.append('\n')
-            text.append(f'{n:,}', style='bold')
-            text.append(f' ({_bytes_text(nbytes)})', style='bold dim')
+                text.append('\n\n')
+            text.append_text(count_text(n, nbytes))
             cells.append(text)
         table.add_row(*cells)
     total_cells: list[Any] = [''] * (len(headers) - 1) + [Text('Total', justify='right')]
     for collection in collections:
-        n, nbytes = totals[collection]
-        text = Text(f'{n:,}', style='bold')
-        text.append(f' ({_bytes_text(nbytes)})', style='bold dim')
-        total_cells.append(text)
+        total_cells.append(count_text(*totals[collection]))
     table.add_row(*total_cells, style='bold')
     buffer = io.StringIO()
-    Console(file=buffer, **dict(console_kwargs or {})).print(table)
+    # Styled as on a terminal unless the caller says otherwise (Flax's default).
+    console = {'force_terminal': True, 'force_jupyter': False, **dict(console_kwargs or {})}
+    Console(file=buffer, **console).print(table)
     return '\n' + buffer.getvalue() + '\n'
 
 
