@@ -527,6 +527,55 @@ class Adopt(Node):
         return {f'adopt.{self.style}'}
 
 
+@dataclass(frozen=True)
+class Clone(Node):
+    """A template instance handed as a dataclass field and cloned twice.
+
+    ``setup``: ``self.copies = [self.layer.clone() for _ in range(2)]`` (the clones have
+    no parent until the assignment adopts them); ``compact``:
+    ``self.layer.clone(parent=self, name='copy<i>')``, called at once.
+    """
+
+    inner: Node
+    style: str = 'setup'
+
+    def kids(self):
+        return (self.inner,)
+
+    def with_kids(self, kids):
+        return replace(self, inner=kids[0])
+
+    def render(self, src: Source) -> Ctor:
+        ctor = self.inner.render(src)
+        name = src.fresh('Clone')
+        if self.style == 'setup':
+            body = (
+                '    def setup(self):\n'
+                '        self.copies = [self.layer.clone() for _ in range(2)]\n'
+                '    def __call__(self, x):\n'
+                '        for copy in self.copies:\n'
+                '            x = copy(x)\n'
+                '        return x'
+            )
+        else:
+            body = (
+                '    @nn.compact\n'
+                '    def __call__(self, x):\n'
+                "        x = self.layer.clone(parent=self, name='copy0')(x)\n"
+                "        return self.layer.clone(parent=self, name='copy1')(x)"
+            )
+        src.add(f'class {name}(nn.Module):\n    layer: nn.Module\n{body}')
+        return Ctor(name, (f'layer={ctor.call()}',))
+
+    def own_shrinks(self):
+        yield self.inner
+        if self.style != 'setup':
+            yield replace(self, style='setup')
+
+    def own_features(self):
+        return {f'clone.{self.style}'}
+
+
 def draw_node(rng: random.Random, ctx: Ctx) -> Node:
     """Any node valid at ``ctx``: leaves get likelier as the tree deepens."""
     from integration_tests.fuzz.lifted import Lifted
@@ -539,6 +588,7 @@ def draw_node(rng: random.Random, ctx: Ctx) -> Node:
         'container': 3 - ctx.depth / 2,
         'share_scope': 0.5,
         'adopt': 0.7,
+        'clone': 0.6,
         'lifted': 3.5 if ctx.lifts < 3 else 0,
     }
     kind = rng.choices(list(weights), [max(w, 0) for w in weights.values()])[0]
@@ -552,12 +602,15 @@ def draw_node(rng: random.Random, ctx: Ctx) -> Node:
         return ShareScope(draw_node(rng, ctx.down()))
     if kind == 'adopt':
         return Adopt(draw_node(rng, ctx.down()), rng.choice(['compact', 'setup']))
+    if kind == 'clone':
+        return Clone(draw_node(rng, ctx.down()), rng.choice(['compact', 'setup']))
     return Lifted.draw(rng, ctx)
 
 
 __all__ = [
     'Adopt',
     'Child',
+    'Clone',
     'Container',
     'Ctor',
     'Ctx',

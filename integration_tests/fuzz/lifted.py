@@ -3,7 +3,8 @@
 
 One node class, :class:`Lifted`, whose ``kind`` picks the transform and whose
 ``opts`` hold the drawn options (``variable_axes`` of params, ``split_rngs``, a
-``nn.broadcast`` Python argument, ``variable_carry``...). What each transform must
+``nn.broadcast`` Python argument of a scan, an ``in_axes=(0, None)`` argument of a
+vmap (a Python bool or an array), ``variable_carry``...). What each transform must
 say about the collections below it (``variable_axes`` for every collection, the
 ``carry_variables`` of a loop) is derived from the wrapped subtree at render time,
 so a shrunk subtree renders a consistent transform.
@@ -24,6 +25,8 @@ DEFAULTS: dict[str, dict[str, object]] = {
         'split_dropout': True,
         'split_noise': True,
         'metadata': False,
+        # in_axes=(0, None): a Python bool the cell branches on, or an array (scale)
+        'broadcast_arg': None,
     },  # fmt: skip
     'scan': {
         'params_axis': 0,
@@ -104,18 +107,45 @@ class Lifted(Node):
 
     def _render_vmap(self, src: Source, o: dict) -> Ctor:
         inner = self.inner.render(src)
+        arg = o['broadcast_arg']
+        mapped, in_axes = inner.callee, '0'
+        if arg is not None:
+            # The wrapped node inside a cell taking a second, unmapped argument.
+            mapped, in_axes = src.fresh('VCell'), '(0, None)'
+            use = (
+                '        h = h * jnp.broadcast_to(scale, h.shape)'
+                if arg == 'array'
+                else '        if scale:\n            h = -h'
+            )
+            src.add(
+                f'class {mapped}(nn.Module):\n'
+                f'    @nn.compact\n'
+                f'    def __call__(self, x, scale):\n'
+                f'        h = {inner.call()}(x)\n{use}\n'
+                f'        return h'
+            )
         name = src.fresh('Vmapped')
         meta = ", metadata_params={nn.PARTITION_NAME: 'batch'}" if o['metadata'] else ''
         src.add(
             f'{name} = nn.vmap(\n'
-            f'    {inner.callee},\n'
+            f'    {mapped},\n'
             f'    variable_axes={_axes(self.inner.collections(), o["params_axis"], False, "None")},\n'
             f'    split_rngs={_split(o)},\n'
-            f'    in_axes=0,\n'
+            f'    in_axes={in_axes},\n'
             f'    out_axes=0{meta},\n'
             f')'
         )
-        return Ctor(name, inner.args)
+        if arg is None:
+            return Ctor(name, inner.args)
+        value = 'jnp.full((FEATURES,), 0.5, x.dtype)' if arg == 'array' else repr(arg)
+        call = src.fresh('Vmap')
+        src.add(
+            f'class {call}(nn.Module):\n'
+            f'    @nn.compact\n'
+            f'    def __call__(self, x):\n'
+            f'        return {name}()(x, {value})'
+        )
+        return Ctor(call)
 
     def _render_scan(self, src: Source, o: dict) -> Ctor:
         inner = self.inner.render(src)
@@ -262,6 +292,8 @@ class Lifted(Node):
                     opts[f'split_{stream}'] = False
             if opts.get('params_axis', 0) == 0 and rng.random() < 0.2:
                 opts['metadata'] = True
+        if kind == 'vmap' and rng.random() < 0.3:
+            opts['broadcast_arg'] = rng.choice([True, False, 'array'])
         if kind == 'scan':
             if rng.random() < 0.3:
                 opts['broadcast_arg'] = rng.choice([True, False])

@@ -30,6 +30,7 @@ class Program:
     rank: int
     seed: str = ''
     method_by_name: bool = True  # apply(method='head'), else method=Class.head
+    clone: bool = False  # the runner's clone stage: init and apply clones of the root
 
     def input_shape(self) -> tuple[int, ...]:
         return (2,) * (self.rank - 1) + (FEATURE_DIM,)
@@ -38,7 +39,8 @@ class Program:
         return isinstance(self.root, Container) and self.root.head and self.root.style == 'setup'
 
     def features(self) -> set[str]:
-        return self.root.features() | {f'rank.{self.rank}'}
+        out = self.root.features() | {f'rank.{self.rank}'}
+        return out | {'stage.clone'} if self.clone else out
 
     def size(self) -> int:
         return self.root.size()
@@ -56,6 +58,7 @@ class Program:
             f'INPUT_SHAPE = {self.input_shape()!r}',
             f'HEAD = {self.has_head()!r}',
             f'METHOD_BY_NAME = {self.method_by_name!r}',
+            f'CLONE = {self.clone!r}',
         ]
         footer = ['def make_model():', f'    return {ctor.call()}']
         return '\n\n'.join(['\n'.join(header), *src.classes, '\n'.join(footer)]) + '\n'
@@ -63,6 +66,8 @@ class Program:
     def shrinks(self) -> Iterator[Program]:
         if not self.method_by_name:
             yield replace(self, method_by_name=True)
+        if self.clone:
+            yield replace(self, clone=False)
         if self.rank > self.root.min_rank():
             yield replace(self, rank=self.rank - 1)
         for node in self.root.shrinks():
@@ -76,7 +81,8 @@ def draw_program(rng: random.Random, seed: str = '') -> Program:
     head = rng.random() < 0.3
     root = Container.draw(rng, ctx, head=head)
     by_name = not head or rng.random() < 0.5
-    return Program(root, max(rank, root.min_rank()), seed, by_name)
+    clone = rng.random() < 0.3
+    return Program(root, max(rank, root.min_rank()), seed, by_name, clone)
 
 
 __all__ = ['Program', 'draw_program']

@@ -14,6 +14,8 @@ gets its own namespace), with the same inputs and the same PRNG keys. Stages:
 ``grad``        ``jax.grad`` of ``sum(apply(...))`` with respect to params (and perturbations)
 ``method``      ``apply(..., method='head')`` where the root has a second method
 ``bind``        ``model.bind(...)``, a call on the bound module, then ``unbind()``
+``clone``       where the program says ``CLONE``: ``init`` of ``model.clone()`` and
+                ``apply`` of ``model.bind(...).clone(parent=None)`` (a bound root detached)
 ``partition``   ``nn.get_partition_spec`` and ``nn.logical_to_mesh`` under logical rules
 
 A stage raising is an outcome like any other (compared by exception class); stages
@@ -132,6 +134,15 @@ def stage_bind(state: _State):
     return {'y': y, 'variables': variables, 'unbound': type(module).__name__}
 
 
+def stage_clone(state: _State):
+    clone = state.model().clone()
+    variables = clone.init(_init_rngs(), state.x)
+    bound = state.model().bind(state.variables, rngs=_apply_rngs(), mutable=state.mutable)
+    detached = bound.clone(parent=None)
+    applied = detached.apply(state.variables, state.x, rngs=_apply_rngs(), mutable=state.mutable)
+    return {'init': variables, 'apply': applied, 'detached': type(detached).__name__}
+
+
 def stage_partition(state: _State):
     nn = state.nn
     spec = nn.get_partition_spec(state.variables)
@@ -169,6 +180,7 @@ STAGES = (
     Stage('grad', stage_grad, _has_params),
     Stage('method', stage_method, lambda s: bool(s.ns.get('HEAD'))),
     Stage('bind', stage_bind),
+    Stage('clone', stage_clone, lambda s: bool(s.ns.get('CLONE'))),
     Stage('partition', stage_partition, _has_boxes),
 )
 STAGE_NAMES = ('define',) + tuple(s.name for s in STAGES)
