@@ -122,6 +122,16 @@ KNOWN: tuple[KnownFinding, ...] = (
         frozenset({'lift.jit'}),
         (),
     ),
+    KnownFinding(
+        'F13',
+        'nn.jit of a Module with a setup-style submodule field it never calls: Flax '
+        "creates the field's variables (its setup runs), linen does not",
+        None,
+        ('structure',),
+        frozenset({'lift.jit'}),
+        ('init_structure_1',),
+        any_of=frozenset({'clone.setup', 'clone.compact'}),
+    ),
 )
 
 
