@@ -1025,3 +1025,33 @@ def repr_of_setup_children_and_fields(nn, core):
 @pytest.mark.parametrize('scenario', [repr_inside_compact, repr_of_setup_children_and_fields])
 def test_repr_like_flax(scenario):
     assert_same_outcome(scenario)
+
+
+# ------------------------------------------------------------- no tracer leaks
+
+
+def no_tracer_leaks_without_gc(nn, core):
+    import gc
+    from unittest import mock
+
+    model = nn.Sequential([nn.Dense(5), nn.relu, nn.Dense(3)])
+
+    @jax.jit
+    @functools.partial(jax.vmap, in_axes=(0, None))
+    def sample(rng, x):
+        params = model.init(rng, jnp.zeros((2, 5)))
+        return model.apply(params, x)
+
+    # Without the leak checker's own gc.collect, a reference cycle through a
+    # bound module (child -> parent -> child) would keep the traced values alive.
+    with mock.patch.object(gc, 'collect', return_value=0), jax.checking_leaks():
+        for seed in range(3):
+            out = sample(jax.random.split(jax.random.key(seed), 4), jnp.ones((2, 5)))
+            out.block_until_ready()
+            shape = out.shape
+            del out
+    return shape
+
+
+def test_no_tracer_leaks_like_flax():
+    assert_same_outcome(no_tracer_leaks_without_gc)

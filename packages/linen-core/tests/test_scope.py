@@ -444,3 +444,13 @@ def test_push_with_a_function_binds_a_child_scope():
     assert set(variables['params']) == {'first', 'leaf_0'}
     assert path == ('plain',)
     assert y == 2.0
+
+
+def test_binding_cache_is_shared_by_the_binding_and_dropped_with_it():
+    root = bind({'params': {}})
+    child = root.push('a')
+    root.binding_cache['k'] = 'v'
+    assert child.binding_cache == {'k': 'v'}
+    assert bind({}).binding_cache == {}  # another binding, another cache
+    root.invalidate()
+    assert child.binding_cache == {}  # nothing kept there outlives the binding

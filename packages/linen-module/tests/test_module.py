@@ -568,3 +568,69 @@ def test_merge_param():
         nn.merge_param('rate', 0.5, 0.1)
     with pytest.raises(errors.LinenError, match='"rate" must be passed either'):
         nn.merge_param('rate', None, None)
+
+
+def test_bound_tree_is_freed_with_its_binding_without_gc():
+    # A child holds its parent weakly (as in Flax) and the adoption cache lives
+    # with the binding: after apply, nothing keeps the bound modules alive, so no
+    # traced value can leak through them even with the garbage collector off.
+    import gc
+    import weakref
+
+    seen = []
+
+    class Probe(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            seen.append(weakref.ref(self))
+            return x
+
+    class Holder(nn.Module):
+        layers: tuple
+
+        def setup(self):
+            self.extra = Probe()
+
+        def __call__(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            seen.append(weakref.ref(self))
+            return self.extra(x)
+
+    model = Holder(layers=(Linear(2), Probe()))
+    x = jnp.ones((1, 2))
+    variables = model.init(jax.random.key(0), x)
+    gc.disable()
+    try:
+        seen.clear()
+        model.apply(variables, x)
+        assert len(seen) == 3
+        assert [ref() for ref in seen] == [None, None, None]
+        assert model.layers[1].parent is None  # the given module stays unattached
+    finally:
+        gc.enable()
+
+
+def test_parent_reads_the_module_and_pickles_strongly():
+    import pickle
+
+    class Holder(nn.Module):
+        def setup(self):
+            self.child = Linear(2)
+
+        def __call__(self, x):
+            return self.child(x)
+
+    x = jnp.ones((1, 2))
+    bound = Holder().bind(Holder().init(jax.random.key(0), x))
+    child = bound.child
+    assert child.parent is bound
+    assert type(child.__dict__['parent']) is weakref_type()
+    copy = pickle.loads(pickle.dumps(Linear(3)))
+    assert copy.features == 3 and copy.parent is None
+
+
+def weakref_type():
+    import weakref
+
+    return weakref.ReferenceType

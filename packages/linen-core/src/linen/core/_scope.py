@@ -38,7 +38,7 @@ _CHILD = object()  # marks child entries in a scope's rng counters
 class _Root:
     """State shared by every scope of one binding."""
 
-    __slots__ = ('variables', 'mutable', 'valid', 'offset', 'mutable_cols')
+    __slots__ = ('variables', 'mutable', 'valid', 'offset', 'mutable_cols', 'cache')
 
     def __init__(self, variables: dict[str, Any], mutable: Filter, offset: int = 0):
         self.variables = variables
@@ -49,6 +49,8 @@ class _Root:
         # Scopes made inside a lifted transform keep their full path (for rng
         # streams and messages); `offset` leading names are above the variables.
         self.offset = offset
+        # Scope.binding_cache: made on first use, dropped when invalidated.
+        self.cache: dict[Any, Any] | None = None
 
 
 _META: list[Any] = []
@@ -249,8 +251,31 @@ class Scope:
     # -- validity -----------------------------------------------------------------
 
     def invalidate(self) -> None:
-        """Mark every scope of this binding as no longer usable."""
-        self._root.valid = False
+        """Mark every scope of this binding as no longer usable (and drop its cache)."""
+        root = self._root
+        root.valid = False
+        # What layers above kept there (bound modules, which hold scopes of this
+        # binding) must not outlive it: the binding's traced values would leak.
+        root.cache = None
+
+    @property
+    def binding_cache(self) -> dict[Any, Any]:
+        """A dict shared by every scope of this binding, for the layers above the core.
+
+        Dropped when the binding is invalidated (the end of ``init``/``apply``), so
+        what is kept there never outlives the binding: linen-module keeps the
+        modules it adopted during one binding there.
+
+        >>> from linen.core import bind
+        >>> root = bind({})
+        >>> root.push('a').binding_cache is root.binding_cache
+        True
+        """
+        root = self._root
+        cache = root.cache
+        if cache is None:
+            cache = root.cache = {}
+        return cache
 
     def _check_valid(self) -> None:
         if not self._root.valid:

@@ -22,12 +22,14 @@ def replace_frozen_init(cls: type) -> None:
     default factories, ``init=False`` fields and ``InitVar`` arguments to
     ``__post_init__`` behave as there. A class whose field name is a data
     descriptor of the class keeps the dataclass's ``__init__`` (storing must go
-    through the descriptor).
+    through the descriptor), unless the descriptor says it reads the instance
+    ``__dict__`` (``dict_backed``).
     """
     original = cls.__init__
     fields = {f.name: f for f in dataclasses.fields(cls)}
     for name in fields:
-        if hasattr(type(inspect.getattr_static(cls, name, None)), '__set__'):
+        descriptor = type(inspect.getattr_static(cls, name, None))
+        if hasattr(descriptor, '__set__') and not getattr(descriptor, 'dict_backed', False):
             return
         if name.startswith('__linen'):
             return  # would clash with the generated function's own names

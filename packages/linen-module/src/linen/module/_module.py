@@ -77,7 +77,7 @@ def _wrap_compact_name_scope(fun: Callable) -> Callable:
         sub = self._name_scopes.get(method_name)
         if sub is None:
             sub = _NameScope(parent=None)
-            sub.__dict__['parent'] = self
+            sub.__dict__['parent'] = _weak(self)
             sub.__dict__['name'] = method_name
             sub.__dict__['scope'] = self.scope.push(method_name, reuse=True)
             self._name_scopes[method_name] = sub
@@ -90,6 +90,34 @@ def _wrap_compact_name_scope(fun: Callable) -> Callable:
 
 
 # ---------------------------------------------------------------------- Module
+
+_weak = weakref.ref
+
+
+class _ParentField:
+    """The ``parent`` attribute: the instance ``__dict__`` holds a Module parent weakly.
+
+    A data descriptor, so ``module.parent`` reads through it; the value stored
+    in ``__dict__['parent']`` is a Scope, None, or a weak reference to the parent
+    Module (None once that module is gone, as in Flax).
+    """
+
+    # replace_frozen_init may write __dict__['parent'] directly (see _constructor)
+    dict_backed = True
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return _UNSPECIFIED  # the dataclass field's default
+        parent = obj.__dict__.get('parent')
+        if type(parent) is weakref.ReferenceType:
+            return parent()
+        return parent
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__['parent'] = _weak(value) if isinstance(value, Module) else value
+
+
+_PARENT_FIELD = _ParentField()
 
 
 def _map_submodules(value: Any, fn: Callable[[str, Any], Any], suffix: str = '') -> Any:
@@ -160,15 +188,17 @@ def _might_hold_modules(value: Any) -> bool:
     return holds
 
 
-# root scope -> {id(original): (original, adopted clone)}: one per binding.
-_ADOPTION_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# The key, in a binding's cache, of {id(original): (original, adopted clone)}.
+_ADOPTED = '_linen_module_adopted'
 
 
 def _adoption_cache(scope: Scope) -> dict[int, tuple[Module, Module]]:
-    root = scope.root
-    cache = _ADOPTION_CACHES.get(root)
+    # Kept with the binding, dropped with it: the clones hold its scopes (and so
+    # its variables, traced ones under a transform).
+    shared = scope.binding_cache
+    cache = shared.get(_ADOPTED)
     if cache is None:
-        cache = _ADOPTION_CACHES[root] = {}
+        cache = shared[_ADOPTED] = {}
     return cache
 
 
@@ -277,6 +307,9 @@ class Module(_DataclassLike):
             if len(names) > 1
             else operator.itemgetter(names[0], names[0])
         )
+        if 'parent' in cls.__dict__:
+            # (the first dataclass of the hierarchy; subclasses inherit the descriptor)
+            type.__setattr__(cls, 'parent', _PARENT_FIELD)
 
     # -- construction ----------------------------------------------------------
 
@@ -303,6 +336,10 @@ class Module(_DataclassLike):
                 f'{type(self).__name__}(parent=...) must be a Module, a Scope or None; '
                 f'got {type(parent).__name__}.'
             )
+        # The parent holds its children; a child holds its parent weakly (read
+        # through the `parent` descriptor), so a bound tree has no reference
+        # cycle and is freed with its binding, traced values included.
+        d['parent'] = _weak(parent)
         pstate = parent._state
         if pstate.in_setup and d['name'] is None:
             # Named when assigned to an attribute in setup (`self.layers = [...]`).
@@ -344,6 +381,14 @@ class Module(_DataclassLike):
         if getter is not None and not _NON_HOLDERS.issuperset(map(type, getter(d))):
             _adopt_field_submodules(self, d)
         d['_state'].initialized = True
+
+    def __getstate__(self) -> dict[str, Any]:
+        # pickle and copy: the parent itself, not the weak reference to it
+        state = dict(self.__dict__)
+        parent = state.get('parent')
+        if type(parent) is weakref.ReferenceType:
+            state['parent'] = parent()
+        return state
 
     # -- attributes ------------------------------------------------------------
 
