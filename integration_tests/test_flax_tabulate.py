@@ -408,3 +408,38 @@ def test_lifted_module_tabulates_without_leaking_tracers(name):
         ours = lstm(linen_nn, name).tabulate(jax.random.key(0), x=x, console_kwargs=PLAIN)
     theirs = lstm(flax_nn, name).tabulate(jax.random.key(0), x=x, console_kwargs=PLAIN)
     assert _parse(ours) == _parse(theirs)
+
+
+NESTED = {
+    'mappings in mappings and lists': lambda x: {
+        'a': {'b': {'c': x}},
+        'l': [{'m': x, 'n': [x, {'o': x}]}],
+    },
+    'lists in lists, empty and None leaves': lambda x: [
+        [x, [x]],
+        {'e': {}, 'f': [], 'g': None},
+    ],
+    'Python leaves': lambda x: {'b': True, 'i': 3, 'f': 1.5, 'n': None},
+}
+
+
+@pytest.mark.parametrize('case', sorted(NESTED))
+def test_nested_inputs_outputs_and_sown_values_read_as_flax(case):
+    value = NESTED[case](jnp.ones((2,)))
+
+    def model(nn):
+        class Echo(nn.Module):
+            @nn.compact
+            def __call__(self, tree):
+                self.sow('inter', 'v', tree)
+                return tree
+
+        return Echo()
+
+    ours, theirs = (
+        model(nn).tabulate(jax.random.key(0), value, mutable=True, console_kwargs=PLAIN)
+        for nn in (linen_nn, flax_nn)
+    )
+    # The whole text: a cell's indentation is part of its YAML (one collection, so
+    # the column order is Flax's too).
+    assert ours == theirs
