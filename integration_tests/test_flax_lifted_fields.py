@@ -133,3 +133,38 @@ def test_field_submodule_params_are_mapped(nn):
     x = jnp.ones((4, 3), jnp.float32)
     variables = setup_field_program(nn).init(jax.random.key(0), x)
     assert shapes(variables['params'])['blocks']['sub'] == {'kernel': (4, 3, 3), 'bias': (4, 3)}
+
+
+def jit_setup_field_program(nn, jit=True):
+    class Block(nn.Module):
+        sub: nn.Module
+
+        def __call__(self, x):
+            return self.sub(x)
+
+    Jitted = nn.jit(Block) if jit else Block
+
+    class Parent(nn.Module):
+        def setup(self):
+            self.block = Jitted(sub=nn.Dense(3))
+
+        def __call__(self, x):
+            return self.block(x)
+
+    return Parent()
+
+
+def test_field_submodule_made_in_parent_setup_under_jit_as_flax():
+    """The field's Dense lives under the jitted module (Flax's tree); its values are
+    those of the un-jitted program (nn.jit keeps the parameters a key gives, D1)."""
+    x = jnp.ones((2, 3), jnp.float32)
+    fv = jit_setup_field_program(flax_nn).init(jax.random.key(0), x)
+    lv = jit_setup_field_program(linen_nn).init(jax.random.key(0), x)
+    plain = jit_setup_field_program(linen_nn, jit=False).init(jax.random.key(0), x)
+    assert (
+        shapes(lv) == shapes(fv) == {'params': {'block': {'sub': {'kernel': (3, 3), 'bias': (3,)}}}}
+    )
+    assert_same(dict(lv), dict(plain))
+    y = jit_setup_field_program(linen_nn).apply(lv, x)
+    p = lv['params']['block']['sub']
+    np.testing.assert_allclose(y, x @ p['kernel'] + p['bias'][None], rtol=1e-6)

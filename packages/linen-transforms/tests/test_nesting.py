@@ -7,8 +7,10 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import linen.nn as nn
+from linen.core import errors
 
 
 def normal_init(key, shape):
@@ -156,3 +158,38 @@ def test_vmap_of_vmap_two_level_heads_and_batch():
     y = batched().apply(variables, x)
     assert y.shape == (5, 3, 2)
     np.testing.assert_allclose(y, jnp.einsum('bi,hio->bho', x, w), rtol=1e-5)
+
+
+@pytest.mark.parametrize('transform', ['jit', 'remat', 'vmap'])
+def test_a_method_lifted_from_a_compact_method_sees_the_names_given_so_far(transform):
+    T = {
+        'jit': nn.jit,
+        'remat': nn.remat,
+        'vmap': lambda f: nn.vmap(f, variable_axes={'params': None}, split_rngs={'params': False}),
+    }[transform]
+
+    class Auto(nn.Module):
+        @T
+        def helper(self, x):
+            return nn.Dense(2)(x)
+
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(2)(x) + self.helper(x)
+
+    x = jnp.ones((3, 2))
+    variables = Auto().init(jax.random.key(0), x)
+    assert sorted(variables['params']) == ['Dense_0', 'Dense_1']  # not one shared Dense_0
+
+    class Clash(nn.Module):
+        @T
+        def helper(self, x, m):
+            nn.Dense(2, name='a')
+            return m(x)
+
+        @nn.compact
+        def __call__(self, x):
+            return self.helper(x, nn.Dense(2, name='a'))
+
+    with pytest.raises(errors.NameInUseError, match='"a"'):
+        Clash().init(jax.random.key(0), x)

@@ -357,3 +357,49 @@ def test_a_collection_no_scan_rule_covers_is_an_error():
 
     _, state = Covered().apply({}, xs, mutable=['intermediates'])
     np.testing.assert_array_equal(state['intermediates']['loop']['h'][0], xs)
+
+
+class _TwoMethods(nn.Module):
+    def setup(self):
+        self.w = self.param('w', normal_init, (2, 2))
+
+    def first(self, c):
+        return jnp.tanh(c @ self.w), c
+
+    def second(self, c, x):
+        return jnp.tanh(c @ self.w + x), None
+
+
+def test_methods_dict_gives_each_method_its_own_scan_arguments():
+    scanned = nn.scan(
+        _TwoMethods,
+        methods={
+            'first': dict(
+                variable_axes={'params': 0},
+                split_rngs={'params': True},
+                in_axes=nn.broadcast,
+                length=3,
+            ),
+            'second': dict(variable_axes={'params': 0}, split_rngs={'params': True}),
+        },
+    )
+    assert scanned.__name__ == 'Scan_TwoMethods'
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, c):
+            s = scanned()
+            c1, cs = s.first(c)
+            return s.second(c1, cs)[0]
+
+    c = jnp.array([[0.5, -0.25]])
+    variables = Model().init(jax.random.key(0), c)
+    w = variables['params']['Scan_TwoMethods_0']['w']
+    assert w.shape == (3, 2, 2)
+    want, emitted = c, []
+    for t in range(3):
+        emitted.append(want)  # `first` emits the carry it was given
+        want = jnp.tanh(want @ w[t])
+    for t in range(3):
+        want = jnp.tanh(want @ w[t] + emitted[t])
+    np.testing.assert_allclose(Model().apply(variables, c), want, rtol=1e-6)

@@ -24,6 +24,35 @@ from linen.transforms._module_lift import is_partial_module_class, lift
 broadcast = _scan.broadcast
 
 
+def _each_method(transform: Callable, target: Any, methods: Mapping[str, Mapping]) -> Any:
+    """``methods={'name': {...kwargs}}``: each method lifted with its own arguments.
+
+    As in Flax, a method's dict holds all of its transform's arguments (the
+    transform's defaults fill the rest, not the call's other arguments).
+    """
+    partial_args: tuple = ()
+    partial_kwargs: dict = {}
+    cls = target
+    if is_partial_module_class(target):
+        cls, partial_args, partial_kwargs = target.func, target.args, target.keywords
+    if not (isinstance(cls, type) and issubclass(cls, Module)):
+        raise errors.TransformTargetError(target)
+    attrs: dict[str, Any] = {}
+    name = None
+    for method_name, kwargs in methods.items():
+        one = transform(cls, **dict(kwargs), methods=(method_name,))
+        attrs[method_name] = one.__dict__[method_name]
+        name = one.__name__
+    if name is None:
+        return target
+    attrs['__module__'] = cls.__module__
+    attrs['__qualname__'] = name
+    lifted = type(name, (cls,), attrs)
+    if partial_args or partial_kwargs or cls is not target:
+        return functools.partial(lifted, *partial_args, **partial_kwargs)
+    return lifted
+
+
 def vmap(
     target: Any,
     variable_axes: Mapping[Any, int | None] = {},
@@ -34,7 +63,7 @@ def vmap(
     axis_name: str | None = None,
     spmd_axis_name: Any = None,
     metadata_params: Mapping[Any, Any] = {},
-    methods: Sequence[str] | None = None,
+    methods: Sequence[str] | Mapping[str, Mapping] | None = None,
 ) -> Any:
     """Vectorise a Module (class or method) over an axis, per collection.
 
@@ -42,6 +71,9 @@ def vmap(
     axis 0); ``{'params': None}`` shares them. ``split_rngs={'params': True}`` gives
     each slice a different key.
     """
+
+    if isinstance(methods, Mapping):
+        return _each_method(vmap, target, methods)
 
     def make(body):
         return _vmap.vmap(
@@ -72,7 +104,7 @@ def scan(
     unroll: int = 1,
     data_transform: Callable | None = None,
     metadata_params: Mapping[Any, Any] = {},
-    methods: Sequence[str] | None = None,
+    methods: Sequence[str] | Mapping[str, Mapping] | None = None,
     _split_transpose: bool = False,
     check_constancy_invariants: bool = True,
 ) -> Any:
@@ -83,6 +115,9 @@ def scan(
     ``variable_broadcast`` collection fails (``ScopeCollectionNotFound``) and only
     ``apply`` with existing variables works.
     """
+
+    if isinstance(methods, Mapping):
+        return _each_method(scan, target, methods)
 
     def make(body):
         return _scan.scan(
@@ -112,7 +147,7 @@ def checkpoint(
     prevent_cse: bool = True,
     static_argnums: int | Sequence[int] = (),
     policy: Callable | None = None,
-    methods: Sequence[str] | None = None,
+    methods: Sequence[str] | Mapping[str, Mapping] | None = None,
     *,
     static_call_argnums: int | Sequence[int] = (),
 ) -> Any:
@@ -123,6 +158,8 @@ def checkpoint(
     the call's arguments as the caller writes them, ``module(x, train)``:
     ``train`` is 1. Negative indices count from the last argument in both.
     """
+    if isinstance(methods, Mapping):
+        return _each_method(checkpoint, target, methods)
     _remat.check_concrete(concrete)
     call_argnums = _remat.flax_argnums_to_call(static_argnums)
     if isinstance(static_call_argnums, int):
@@ -174,7 +211,7 @@ def jit(
     donate_argnums: int | Sequence[int] = (),
     device: Any = None,
     backend: str | None = None,
-    methods: Sequence[str] | None = None,
+    methods: Sequence[str] | Mapping[str, Mapping] | None = None,
 ) -> Any:
     """Compile a Module's method with ``jax.jit``.
 
@@ -385,9 +422,12 @@ def map_variables(
     mutable: bool = False,
     rngs: Any = True,
     variables: Any = True,
-    methods: Sequence[str] | None = None,
+    methods: Sequence[str] | Mapping[str, Mapping] | None = None,
 ) -> Any:
     """The target sees ``trans_in_fn`` of its variables; writes go back through ``trans_out_fn``."""
+
+    if isinstance(methods, Mapping):
+        return _each_method(map_variables, target, methods)
 
     def make(body):
         return _variables.map_variables(

@@ -233,6 +233,10 @@ def jit(
             _hashable(static_kwargs),
             wrappers,
         )
+        if any(s.reservations for s in scopes):
+            # A method lifted from a compact method sees the names given out so far
+            # (`_module_lift`): they decide the names inside.
+            base += (tuple(frozenset(s.reservations) for s in scopes),)
         try:
             hash(base)
         except TypeError:

@@ -23,7 +23,13 @@ from linen.module.dispatch import (
     wrappers_are_relative,
 )
 from linen.transforms import _args, _jit
-from linen.transforms._module_lift import _check_returns, _mark, check_setup
+from linen.transforms._module_lift import (
+    _check_returns,
+    _mark,
+    check_setup,
+    readopted,
+    reserve_callers_names,
+)
 
 
 def jit_class(target: type, methods: Sequence[str] | None, options: dict) -> type:
@@ -109,7 +115,12 @@ def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dic
             inner_scope, others = inner_scope[0], inner_scope[1:]
             args, kwargs = _args.restore(args, kwargs, objects, others)
             updates = _args.restore_fields(fields, objects, others)
-        y = runner(module.clone(parent=inner_scope, **updates), compact, *args, **kwargs)
+        fresh = readopted(module, {f: module.__dict__[f] for f in field_names(type(module))})
+        clone = module.clone(parent=inner_scope, **{**fresh, **updates})
+        if compact and module.scope.reservations:
+            # The names the compact method gave out so far stay taken (as in Flax).
+            reserve_callers_names(clone, module.scope.reservations)
+        y = runner(clone, compact, *args, **kwargs)
         return _check_returns(y, method_name)
 
     jitted = _jit.jit(body, **options)

@@ -19,12 +19,13 @@ from linen.core.lifting import RngStream, detached_scope
 from linen.module import Module
 from linen.module.dispatch import (
     call_wrapped_method,
+    ensure_setup,
     field_names,
     in_compact_method,
     mark_dispatched,
     setup_called,
 )
-from linen.transforms import _args
+from linen.transforms import _args, _pack
 
 # make_lifted(body) -> lifted(scope, *args, **kwargs); body(scope, *args, **kwargs)
 MakeLifted = Callable[[Callable], Callable]
@@ -117,6 +118,10 @@ def _run_lifted(self, method_name, make_lifted, multi_scope, run, args, kwargs, 
     if scope is None:
         raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
     check_setup(self)
+    # Called from the module's compact method, the names it gave out so far stay
+    # taken inside (as in Flax): a submodule made inside may not take one, and an
+    # automatic name skips them. Names taken inside are not handed back.
+    reserved = scope.reservations if scope.reservations and in_compact_method(self) else None
     objects: list = []
     fields: dict = {}
     if multi_scope:
@@ -137,10 +142,22 @@ def _run_lifted(self, method_name, make_lifted, multi_scope, run, args, kwargs, 
             attrs.update(readopted(self, attrs))
             attrs.update(updates)
             clone = base(parent=inner_scope, name=self.__dict__['name'], **attrs)
+        if reserved is not None:
+            reserve_callers_names(clone, reserved)
         return _check_returns(run(clone, a, k), method_name)
 
     scopes = (scope, *_args.scopes_of(objects)) if objects else scope
     return make_lifted(body)(scopes, *args, **kwargs)
+
+
+def reserve_callers_names(clone: Any, reserved: dict) -> None:
+    """The names the caller's compact method gave out so far, taken in ``clone``'s scope.
+
+    ``clone``'s ``setup`` runs first: its submodules take their own names again
+    inside the transform (as Flax lets a transformed ``setup`` do).
+    """
+    ensure_setup(clone)
+    _pack.copy_reservations(reserved, clone.scope)
 
 
 def readopted(module: Any, attrs: dict) -> dict:

@@ -115,6 +115,15 @@ def make_inner_scope(
     )
 
 
+def copy_reservations(reservations: dict, inner: Scope) -> None:
+    """Give ``inner`` the names of ``reservations`` it does not hold yet (sets copied:
+    ``inner`` adds to them)."""
+    own = inner.reservations
+    for name, cols in reservations.items():
+        if name not in own:
+            own[name] = set(cols)
+
+
 def inner_mutated(inner: Scope, filters: Sequence[Filter]) -> tuple[dict[str, Any], ...]:
     """The mutable collections of an inner scope, grouped like the inputs."""
     mutable = inner.mutable
