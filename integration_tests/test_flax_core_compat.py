@@ -116,6 +116,37 @@ def test_filter_algebra(op, a, b):
     assert got == want
 
 
+def _form(f):
+    """The filter's form, not only what it matches: ``False`` and ``set()`` differ."""
+    if isinstance(f, (flax_core.DenyList, linen_core.DenyList)):
+        return ('DenyList', _form(f.deny))
+    if isinstance(f, (bool, str)):
+        return (type(f).__name__, f)
+    return (type(f).__name__, sorted(f))
+
+
+FORM_FILTERS = [
+    *FILTERS,
+    ['a', 'b'],
+    ['b', 'c'],
+    'a',
+    flax_core.DenyList(['a', 'b']),
+    flax_core.DenyList(['b', 'c']),
+    flax_core.DenyList(False),
+]
+
+
+@pytest.mark.parametrize('op', ['union_filters', 'intersect_filters', 'subtract_filters'])
+@pytest.mark.parametrize('a', FORM_FILTERS)
+@pytest.mark.parametrize('b', FORM_FILTERS)
+def test_filter_algebra_results_take_flax_forms(op, a, b):
+    # Code that tests a result with `is False`, or compares it to a DenyList or a
+    # set, sees what it sees on Flax.
+    want = getattr(flax_scope, op)(a, b)
+    got = getattr(linen_core, op)(_to_linen(a), _to_linen(b))
+    assert _form(got) == _form(want)
+
+
 def test_group_collections():
     xs = {'params': 1, 'stats': 2, 'cache': 3}
     filters = ['params', True]
@@ -208,3 +239,61 @@ def test_lift_vmap_over_a_tuple_of_scopes():
         rtol=1e-6,
         atol=1e-6,
     )
+
+
+def _variable_alias(core):
+    scope = core.Scope({}, mutable='state')
+    child = scope.push(name='a')
+    grandchild = child.push(name='b')
+    child.put_variable('state', 'x', 0.0)
+    grandchild.put_variable('state', 'y', 0.0)
+    before = (child.get_variable('state', 'x'), grandchild.get_variable('state', 'y'))
+    # the parent replaces the child's whole subtree: the child (and its own
+    # child) read the new values, as the parent does
+    scope.put_variable('state', 'a', {'x': jnp.array(1.0), 'b': {'y': jnp.array(2.0)}})
+    after = (
+        float(child.variables()['state']['x']),
+        float(child.get_variable('state', 'x')),
+        float(grandchild.get_variable('state', 'y')),
+        float(scope.variables()['state']['a']['x']),
+    )
+    child.put_variable('state', 'x', jnp.array(3.0))  # and writes land in it
+    return before, after, float(scope.variables()['state']['a']['x'])
+
+
+def test_variable_alias_like_flax():
+    assert _variable_alias(linen_core) == _variable_alias(flax_core)
+
+
+def _bad_variables(core, variables):
+    def f(scope):
+        scope.param('kernel', jax.nn.initializers.ones, (4,))
+
+    try:
+        core.apply(f)(variables)
+        return 'ok'
+    except Exception as error:  # the class name and Flax's first sentence are compared
+        return type(error).__name__, str(error).split(' (https://flax')[0].split('. ')[0].rstrip(
+            '.'
+        )
+
+
+@pytest.mark.parametrize(
+    'variables',
+    [
+        {'params': {'kernel': np.ones(4)}},
+        {'params': {'params': {'kernel': np.ones(4)}}},
+        {'params': {'params': {'kernel': np.ones(4)}, 'other': {}}},
+        {'params': {'x': {'params': {}}}},
+        {'params': 3},
+        {'params': {'kernel': np.ones(4)}, 'state': 3},
+    ],
+)
+def test_apply_variables_structure_like_flax(variables):
+    want = _bad_variables(flax_core, variables)
+    got = _bad_variables(linen_core, variables)
+    if want == 'ok':
+        assert got == 'ok'
+    else:
+        assert got[0] == want[0]
+        assert got[1].startswith(want[1])

@@ -103,3 +103,22 @@ def test_group_collections_first_match_wins_and_drops_rest():
 def test_denylist_is_hashable_value():
     assert DenyList('a') == DenyList('a')
     assert hash(DenyList('a')) == hash(DenyList('a'))
+
+
+@pytest.mark.parametrize(
+    ('a', 'b', 'intersection', 'difference'),
+    [
+        (False, False, set(), set()),
+        (True, False, False, DenyList(False)),
+        (True, True, True, False),
+        (['a', 'b'], ['b', 'c'], {'b'}, {'a'}),
+        (DenyList(['a', 'b']), DenyList(['b', 'c']), DenyList({'a', 'b', 'c'}), {'c'}),
+        (DenyList(['a', 'b']), ['b', 'c'], {'c'}, DenyList({'a', 'b', 'c'})),
+        (True, 'a', 'a', DenyList('a')),
+    ],
+)
+def test_results_take_flax_forms(a, b, intersection, difference):
+    # Hand-written from the set algebra, in the forms Flax returns.
+    assert intersect_filters(a, b) == intersection
+    assert intersect_filters(b, a) == intersection
+    assert subtract_filters(a, b) == difference

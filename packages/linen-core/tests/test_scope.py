@@ -454,3 +454,15 @@ def test_binding_cache_is_shared_by_the_binding_and_dropped_with_it():
     assert bind({}).binding_cache == {}  # another binding, another cache
     root.invalidate()
     assert child.binding_cache == {}  # nothing kept there outlives the binding
+
+
+def test_parent_replacing_a_child_subtree_is_seen_below():
+    root = Scope({}, mutable='state')
+    child = root.push('a')
+    child.put_variable('state', 'x', 0.0)
+    assert child.get_variable('state', 'x') == 0.0  # (now cached in the child)
+    root.put_variable('state', 'a', {'x': 1.0})
+    assert child.get_variable('state', 'x') == 1.0
+    assert child.variables()['state'] == {'x': 1.0}
+    child.put_variable('state', 'y', 2.0)
+    assert root.variables()['state']['a'] == {'x': 1.0, 'y': 2.0}

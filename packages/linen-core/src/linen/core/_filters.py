@@ -105,13 +105,18 @@ def union_filters(a: Filter, b: Filter) -> Filter:
 
 
 def intersect_filters(a: Filter, b: Filter) -> Filter:
-    """A filter matching what both ``a`` and ``b`` match."""
+    """A filter matching what both ``a`` and ``b`` match.
+
+    Results take Flax's forms: ``True`` and ``False`` pass the other side
+    through, two finite filters give a set.
+
+    >>> intersect_filters(['a', 'b'], DenyList('a')), intersect_filters(False, False)
+    ({'b'}, set())
+    """
     if a is True:
         return b
     if b is True:
         return a
-    if a is False or b is False:
-        return False
     if isinstance(a, DenyList) and isinstance(b, DenyList):
         return DenyList(union_filters(a.deny, b.deny))
     if isinstance(b, DenyList):
@@ -122,11 +127,18 @@ def intersect_filters(a: Filter, b: Filter) -> Filter:
 
 
 def subtract_filters(a: Filter, b: Filter) -> Filter:
-    """A filter matching what ``a`` matches and ``b`` does not."""
+    """A filter matching what ``a`` matches and ``b`` does not.
+
+    >>> subtract_filters(DenyList(['a', 'b']), DenyList(['b', 'c']))
+    {'c'}
+    """
     if b is True:
         return False
     if a is True:
         return DenyList(b)
+    if isinstance(a, DenyList) and isinstance(b, DenyList):
+        # (everything but a.deny) minus (everything but b.deny): b.deny minus a.deny
+        return subtract_filters(b.deny, a.deny)
     if isinstance(a, DenyList):
         return DenyList(union_filters(a.deny, b))
     if isinstance(b, DenyList):

@@ -38,7 +38,7 @@ _CHILD = object()  # marks child entries in a scope's rng counters
 class _Root:
     """State shared by every scope of one binding."""
 
-    __slots__ = ('variables', 'mutable', 'valid', 'offset', 'mutable_cols', 'cache')
+    __slots__ = ('variables', 'mutable', 'valid', 'offset', 'mutable_cols', 'cache', 'col_caches')
 
     def __init__(self, variables: dict[str, Any], mutable: Filter, offset: int = 0):
         self.variables = variables
@@ -51,6 +51,10 @@ class _Root:
         self.offset = offset
         # Scope.binding_cache: made on first use, dropped when invalidated.
         self.cache: dict[Any, Any] | None = None
+        # Every scope's cache of its collection dicts (Scope._cols), registered when
+        # first filled: a subtree replaced by put_variable empties them all, so a
+        # scope below it reads the new subtree (as in Flax), at no cost per read.
+        self.col_caches: list[dict[str, Any]] = []
 
 
 _META: list[Any] = []
@@ -419,7 +423,10 @@ class Scope:
                 break
             d = d.get(part)
         if d is not None:
-            self._cols[col] = d
+            cols = self._cols
+            if not cols:
+                root.col_caches.append(cols)
+            cols[col] = d
         return d
 
     def _mutable_collection(self, col: str) -> dict:
@@ -435,7 +442,10 @@ class Scope:
             if not isinstance(nxt, dict):
                 nxt = d[part] = {} if nxt is None else _thaw(nxt)
             d = nxt
-        self._cols[col] = d
+        cols = self._cols
+        if not cols:
+            root.col_caches.append(cols)
+        cols[col] = d
         return d
 
     def collections(self) -> tuple[str, ...]:
@@ -486,6 +496,12 @@ class Scope:
         d = self._cols.get(col)
         if d is None or type(d) is not dict:
             d = self._mutable_collection(col)
+        if type(d.get(name)) is dict and isinstance(value, Mapping):
+            # A subtree replaced (a child scope's variables, aliased): the scopes
+            # below it must stop reading the old one.
+            for cols in root.col_caches:
+                cols.clear()
+            root.col_caches = []
         d[name] = value
 
     # -- variables ----------------------------------------------------------------
