@@ -171,3 +171,30 @@ def test_automatic_names_inside_skip_the_callers_as_flax(transform):
         np.testing.assert_array_equal(np.asarray(ly), np.asarray(fy))
     assert jax.tree_util.tree_map(jnp.shape, lv) == jax.tree_util.tree_map(jnp.shape, fv)
     assert sorted(lv['params']) == ['Dense_0', 'Dense_1', 'q']
+
+
+TRANSFORM_MAKERS = {
+    'checkpoint': lambda nn: nn.checkpoint,
+    'jit': lambda nn: nn.jit,
+    'vmap': lambda nn: (
+        lambda t: nn.vmap(t, variable_axes={'params': 0}, split_rngs={'params': True})
+    ),
+    'scan': lambda nn: (
+        lambda t: nn.scan(t, variable_axes={'params': 0}, split_rngs={'params': True})
+    ),
+    'map_variables': lambda nn: nn.map_variables,
+    'fold_rngs': lambda nn: nn.fold_rngs,
+    'remat_scan': lambda nn: lambda t: nn.remat_scan(t, lengths=(2,)),
+}
+
+
+@pytest.mark.parametrize('transform', list(TRANSFORM_MAKERS))
+def test_a_module_instance_as_target_raises_transform_target_error_as_flax(transform):
+    texts = []
+    for nn in (flax_nn, linen_nn):
+        T = TRANSFORM_MAKERS[transform](nn)
+        with pytest.raises(Exception) as info:
+            T(nn.Dense(2))
+        texts.append((type(info.value).__name__, str(info.value).split('.')[0]))
+    assert texts[1] == texts[0]
+    assert texts[0][0] == 'TransformTargetError'

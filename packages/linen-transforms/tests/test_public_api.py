@@ -70,3 +70,15 @@ def test_transform_argument_error_message():
 def test_non_module_targets_are_rejected(transform):
     with pytest.raises(errors.TransformTargetError, match='for plain functions use the JAX'):
         transform(int) if transform is not nn.jit else transform(dict)
+
+
+@pytest.mark.parametrize(
+    'transform', [nn.vmap, nn.scan, nn.jit, nn.remat, nn.map_variables, nn.fold_rngs]
+)
+def test_module_instances_are_rejected_as_targets(transform):
+    class Layer(nn.Module):
+        def __call__(self, x):
+            return x
+
+    with pytest.raises(errors.TransformTargetError, match='not a Module class or callable'):
+        transform(Layer())

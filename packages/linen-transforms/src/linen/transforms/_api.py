@@ -231,7 +231,7 @@ def jit(
         return functools.partial(lifted, *target.args, **target.keywords)
     if isinstance(target, type):
         return _jit_module.jit_class(target, methods, options)
-    if callable(target):
+    if callable(target) and not isinstance(target, Module):
         return _jit_module.jit_method(target, options)
     raise errors.TransformTargetError(target)
 

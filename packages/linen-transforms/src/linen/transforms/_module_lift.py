@@ -244,6 +244,8 @@ def lift(
     """
     if isinstance(target, type):
         return lift_class(transform_name, target, make_lifted, methods, multi_scope)
+    if isinstance(target, Module):  # an instance: Flax's TransformTargetError
+        raise errors.TransformTargetError(target)
     if is_partial_module_class(target):
         lifted = lift_class(transform_name, target.func, make_lifted, methods, multi_scope)
         return functools.partial(lifted, *target.args, **target.keywords)
