@@ -348,7 +348,8 @@ def run(args: argparse.Namespace, out: Path) -> dict:
         jax.random.key(0),
         jnp.asarray(batch_x),
         train=False,
-        console_kwargs={'width': 160},  # wide enough for the module paths
+        # wide enough for the module paths; plain text for the report file
+        console_kwargs={'width': 160, 'force_terminal': False},
     )
     write_report(out / 'summary.txt', 'summary (Module.tabulate)', summary)
 
