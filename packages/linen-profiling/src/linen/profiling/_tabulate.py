@@ -568,7 +568,9 @@ def tabulate(
       show_repeated: show every call of a module, not only its first.
       mutable: the collections ``init`` may create (Flax's default: all but
         ``intermediates``).
-      console_kwargs: keyword arguments of ``rich.console.Console`` (``width``...).
+      console_kwargs: keyword arguments of ``rich.console.Console`` (``width``...);
+        by default the table is styled as for a terminal (``force_terminal=True``),
+        as Flax's; ``{'force_terminal': False}`` gives plain text.
       table_kwargs: keyword arguments of ``rich.table.Table``.
       column_kwargs: keyword arguments of ``Table.add_column``.
       compute_flops: add a ``flops`` column: the FLOPs of each call, submodules
@@ -594,7 +596,8 @@ def tabulate(
 
     >>> import jax, jax.numpy as jnp
     >>> import linen.nn as nn
-    >>> table = tabulate(nn.Dense(3), jax.random.key(0))(jnp.ones((2, 4)))
+    >>> plain = {'force_terminal': False}  # default: styled as for a terminal, as Flax
+    >>> table = tabulate(nn.Dense(3), jax.random.key(0), console_kwargs=plain)(jnp.ones((2, 4)))
     >>> 'Total Parameters: 15 (60 B)' in table
     True
     """
