@@ -1055,3 +1055,65 @@ def no_tracer_leaks_without_gc(nn, core):
 
 def test_no_tracer_leaks_like_flax():
     assert_same_outcome(no_tracer_leaks_without_gc)
+
+
+def kw_only_field_redeclared_in_a_subclass(nn, core):
+    import inspect
+
+    kw = nn.kw_only_dataclasses
+
+    class Base(nn.Module):
+        scale: int = kw.field(default=1, kw_only=True)
+
+        def __call__(self, x):
+            return x * self.scale + self.offset()
+
+        def offset(self):
+            return 0
+
+    class Child(Base):
+        size: int  # required, after the inherited keyword-only field
+        scale: int = 2  # stays keyword-only, with a new default
+
+        def offset(self):
+            return self.size
+
+    class Grandchild(Child):
+        label: str
+
+    @kw.dataclass
+    class A:
+        x: int = kw.field(default=1, kw_only=True)
+
+    @kw.dataclass
+    class B(A):
+        size: float
+        y: int = kw.field(default=3, kw_only=True)
+        x: int = 2
+
+    # names and order, and defaults (parent's sentinel aside); the kinds differ on
+    # purpose (a keyword-only field is keyword-only here, see the module's docs)
+    signature = [
+        [
+            (n, None if n == 'parent' else p.default)
+            for n, p in inspect.signature(c.__init__).parameters.items()
+        ]
+        for c in (Child, Grandchild, B)
+    ]
+    values = (
+        Child(4).apply({}, 10),
+        Child(4, scale=5).apply({}, 10),
+        Grandchild(1, 'g').apply({}, 10),
+        dataclasses_asdict(B(4)),
+    )
+    return signature, values
+
+
+def dataclasses_asdict(value):
+    import dataclasses
+
+    return sorted(dataclasses.asdict(value).items())
+
+
+def test_kw_only_field_redeclared_like_flax():
+    assert_same_outcome(kw_only_field_redeclared_in_a_subclass)

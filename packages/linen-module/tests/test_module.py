@@ -634,3 +634,21 @@ def weakref_type():
     import weakref
 
     return weakref.ReferenceType
+
+
+def test_kw_only_field_stays_keyword_only_when_a_subclass_redeclares_it():
+    import inspect
+
+    from linen.nn import kw_only_dataclasses as kw
+
+    class Base(nn.Module):
+        scale: int = kw.field(default=1, kw_only=True)
+
+    class Child(Base):
+        size: int
+        scale: int = 2
+
+    params = inspect.signature(Child.__init__).parameters
+    assert list(params) == ['self', 'size', 'scale', 'parent', 'name']
+    assert params['scale'].kind is inspect.Parameter.KEYWORD_ONLY
+    assert (Child(4).size, Child(4).scale, Child(4, scale=7).scale) == (4, 2, 7)

@@ -40,7 +40,9 @@ def replace_frozen_init(cls: type) -> None:
     if any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in parameters):
         return  # not a signature dataclasses makes
     namespace: dict[str, Any] = {}
-    body = ['    __linen_d = __linen_self.__dict__']
+    # `self`, as in the dataclass's signature, unless a field or InitVar has that name
+    me = '__linen_self' if any(p.name == 'self' for p in parameters) else 'self'
+    body = [f'    __linen_d = {me}.__dict__']
     for p in parameters:
         field = fields.get(p.name)
         if field is None:
@@ -67,10 +69,10 @@ def replace_frozen_init(cls: type) -> None:
     # InitVars go to __post_init__ positionally, in the order they were declared.
     names = {p.name for p in parameters}
     init_vars = [n for n in cls.__dict__['__dataclass_fields__'] if n not in fields and n in names]
-    body.append(f'    __linen_self.__post_init__({", ".join(init_vars)})')
+    body.append(f'    {me}.__post_init__({", ".join(init_vars)})')
     positional = [p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD]
     keyword = [p.name for p in parameters if p.kind is p.KEYWORD_ONLY]
-    arguments = ['__linen_self', *positional, *(['*', *keyword] if keyword else [])]
+    arguments = [me, *positional, *(['*', *keyword] if keyword else [])]
     source = f'def __init__({", ".join(arguments)}):\n' + '\n'.join(body)
     exec(source, namespace)  # (the source is built above from the field names only)
     init = namespace['__init__']

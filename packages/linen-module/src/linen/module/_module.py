@@ -36,6 +36,7 @@ from linen.module._dispatch import _call_wrapped_method, _wrap_method, run_setup
 from linen.module._repr import module_repr
 from linen.module._state import ModuleState, _stack
 from linen.module._tabulate import tabulate_method
+from linen.module.kw_only_dataclasses import inherit_kw_only
 
 __all__ = [
     'Module',
@@ -280,6 +281,7 @@ class Module(_DataclassLike):
         if 'parent' in own or 'name' in own:
             raise errors.ReservedModuleAttributeError(own)
         _add_parent_and_name(cls)
+        inherit_kw_only(cls)
         own_init = '__init__' in cls.__dict__
         dataclasses.dataclass(cls, frozen=True, repr=False, kw_only=kw_only)  # type: ignore[call-overload]
         if not own_init:

@@ -66,6 +66,34 @@ def dataclass(
                     )
                 setattr(klass, name, default)
                 annotations[name] = annotation
+        inherit_kw_only(klass)
         return dataclasses.dataclass(klass, **kwargs)
 
     return wrap if cls is None else wrap(cls)
+
+
+def inherit_kw_only(klass: type) -> None:
+    """Keep keyword-only the fields a base declared so that ``klass`` redeclares plainly.
+
+    As in Flax, a subclass may give such a field a new default (``x: int = 2``)
+    without repeating ``kw_only=True``; Python's dataclasses would make it
+    positional again. Called on ``klass`` before it is made a dataclass.
+    """
+    annotations = klass.__dict__.get('__annotations__')
+    if not annotations:
+        return
+    inherited: dict[str, dataclasses.Field] = {}
+    for base in reversed(klass.__mro__[1:]):  # the nearest base's declaration wins
+        inherited.update(base.__dict__.get('__dataclass_fields__') or {})
+    for name in annotations:
+        base_field = inherited.get(name)
+        if base_field is None or base_field.kw_only is not True:
+            continue
+        value = klass.__dict__.get(name, dataclasses.MISSING)
+        if isinstance(value, dataclasses.Field):
+            if value.kw_only is dataclasses.MISSING:
+                value.kw_only = True
+        elif value is dataclasses.MISSING:
+            setattr(klass, name, dataclasses.field(kw_only=True))
+        else:
+            setattr(klass, name, dataclasses.field(default=value, kw_only=True))
