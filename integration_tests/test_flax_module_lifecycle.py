@@ -1117,3 +1117,39 @@ def dataclasses_asdict(value):
 
 def test_kw_only_field_redeclared_like_flax():
     assert_same_outcome(kw_only_field_redeclared_in_a_subclass)
+
+
+# ------------------------------------------------------------ compact_name_scope
+
+
+def compact_name_scope_methods(nn, core):
+    class Foo(nn.Module):
+        @nn.compact_name_scope
+        def up(self, x):
+            return nn.Dense(3)(x)
+
+        @nn.compact_name_scope
+        def down(self, x):
+            return nn.Dense(3)(x)
+
+        def __call__(self, x):
+            return self.up(x) + self.down(x)
+
+    class Bar(Foo):
+        @nn.compact_name_scope
+        def side(self, x):
+            return nn.Dense(3)(x)
+
+        @nn.compact
+        def __call__(self, x):
+            return self.side(x) + super().__call__(x) + nn.Dense(3)(x)
+
+    x = jnp.ones((1, 2))
+    names = [sorted(Foo()._compact_name_scope_methods), sorted(Bar()._compact_name_scope_methods)]
+    variables = Bar().init(jax.random.key(0), x)
+    outs = [np.asarray(Bar().apply(variables, x, method=m)).tolist() for m in (None, 'up', 'side')]
+    return names, jax.tree_util.tree_map(lambda a: np.asarray(a).tolist(), dict(variables)), outs
+
+
+def test_compact_name_scope_like_flax():
+    assert_same_outcome(compact_name_scope_methods)

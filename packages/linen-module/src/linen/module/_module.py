@@ -941,6 +941,8 @@ def _add_parent_and_name(cls: type) -> None:
 
 
 def _wrap_methods(cls: type) -> None:
+    # The names of the class's @compact_name_scope methods (Flax's class attribute).
+    scoped = set(getattr(cls, '_compact_name_scope_methods', ()))
     for key, value in list(cls.__dict__.items()):
         if not isinstance(value, type(_wrap_methods)):  # plain functions only
             continue
@@ -955,8 +957,11 @@ def _wrap_methods(cls: type) -> None:
             continue
         if getattr(value, 'compact_name_scope', False):
             setattr(cls, key, _wrap_compact_name_scope(value))
+            scoped.add(key)
         else:
             setattr(cls, key, _wrap_method(value))
+            scoped.discard(key)  # an override without the decorator
+    cls._compact_name_scope_methods = tuple(sorted(scoped))  # type: ignore[attr-defined]
 
 
 def _guard_hash(hash_fn: Callable) -> Callable:
