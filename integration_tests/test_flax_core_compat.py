@@ -297,3 +297,27 @@ def test_apply_variables_structure_like_flax(variables):
     else:
         assert got[0] == want[0]
         assert got[1].startswith(want[1])
+
+
+def _rng_check(core, key):
+    try:
+        core.init(lambda scope: scope.make_rng('params'))(key)
+        return 'ok'
+    except Exception as error:  # the kind and Flax's first sentence are compared
+        return isinstance(error, ValueError), str(error).split('. ')[0].rstrip('.')
+
+
+@pytest.mark.parametrize(
+    'make_key',
+    [
+        lambda: jax.random.key(0),
+        lambda: jax.random.PRNGKey(0),
+        lambda: jax.random.key_data(jax.random.key(0)),
+        lambda: jax.random.split(jax.random.key(0)),
+        lambda: jax.random.split(jax.random.PRNGKey(0)),
+        lambda: jax.random.split(jax.random.key_data(jax.random.key(0))),
+    ],
+)
+def test_rng_check_with_old_and_new_keys_like_flax(make_key):
+    # One key (typed, raw PRNGKey, raw key data) is valid; a batch of keys is not.
+    assert _rng_check(linen_core, make_key()) == _rng_check(flax_core, make_key())
