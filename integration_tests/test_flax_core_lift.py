@@ -280,11 +280,33 @@ def prog_custom_vjp(lift, multi):
     return model
 
 
+def prog_custom_vjp_nondiff(lift, multi):
+    """A non-differentiated argument: its position counts the scope as 0 (Flax's)."""
+
+    def body(scopes, x, scale):
+        return _body(multi)(scopes, x) * scale
+
+    def fwd(scopes, x, scale):
+        y, vjp_fn = lift.vjp(lambda s, x: body(s, x, scale), scopes, x)
+        return y, vjp_fn
+
+    def bwd(scale, vjp_fn, y_t):
+        params_t, *inputs_t = vjp_fn(y_t)
+        return (jax.tree_util.tree_map(lambda t: jnp.sign(t) * scale, params_t), *inputs_t)
+
+    sign_grad = lift.custom_vjp(body, forward_fn=fwd, backward_fn=bwd, nondiff_argnums=(2,))
+
+    def model(scope, x):
+        return sign_grad(_scopes(scope, multi), x, 3.0)
+
+    return model
+
+
 PROGRAMS = {name[5:]: fn for name, fn in globals().items() if name.startswith('prog_')}
 # Programs whose gradient is checked too: those where the lift itself changes the
 # backward pass. (The others' backward pass is JAX's; checking it would only add
 # compile time. A while loop has no reverse mode at all.)
-GRAD = {'checkpoint', 'custom_vjp', 'remat', 'scan', 'vmap'}
+GRAD = {'checkpoint', 'custom_vjp', 'custom_vjp_nondiff', 'remat', 'scan', 'vmap'}
 RNGS = {'params': KEY, 'dropout': jax.random.key(7)}
 
 

@@ -158,6 +158,35 @@ def test_custom_vjp_replaces_the_backward_pass():
     np.testing.assert_allclose(gx, w[:, 0], rtol=1e-6)
 
 
+def test_custom_vjp_nondiff_argnums_count_the_module_as_zero():
+    """``f(mdl, x, scale)``: ``scale`` is argument 2 (Flax's counting); the backward
+    pass gets it first and it has no cotangent."""
+
+    class Foo(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            def f(mdl, x, scale):
+                return mdl(x) * scale
+
+            def fwd(mdl, x, scale):
+                return nn.vjp(lambda m, x: f(m, x, scale), mdl, x)
+
+            def bwd(scale, vjp_fn, y_t):
+                params_t, *inputs_t = vjp_fn(y_t)
+                params_t = jax.tree_util.tree_map(lambda t: jnp.sign(t) * scale, params_t)
+                return (params_t, *inputs_t)
+
+            sign_grad = nn.custom_vjp(f, forward_fn=fwd, backward_fn=bwd, nondiff_argnums=(2,))
+            return sign_grad(Dense(1), x, 4.0).reshape(())
+
+    x = jnp.array([1.0, -2.0])
+    variables = Foo().init(jax.random.key(0), x)
+    w = variables['params']['Dense_0']['w']
+    np.testing.assert_allclose(Foo().apply(variables, x), 4.0 * (x @ w)[0], rtol=1e-6)
+    grads = jax.grad(Foo().apply)(variables, x)
+    np.testing.assert_array_equal(grads['params']['Dense_0']['w'], 4.0 * jnp.sign(x)[:, None])
+
+
 def test_autodiff_threads_mutable_state():
     class Counting(nn.Module):
         @nn.compact

@@ -341,7 +341,10 @@ def custom_vjp(
     grad_vars: Any = 'params',
     nondiff_argnums=(),
 ):
-    """Lifted ``jax.custom_vjp``: returns ``f(mdl, *args)``."""
+    """Lifted ``jax.custom_vjp``: returns ``f(mdl, *args)``.
+
+    ``nondiff_argnums`` count ``mdl`` as argument 0, as Flax's do.
+    """
 
     def wrapper(mdl, *args):
         # Each function is called on a clone bound to the scope it is given.

@@ -147,6 +147,7 @@ def custom_vjp(
     ``backward_fn(*nondiff_args, residuals, y_t)`` returns
     ``(variable_grads, *input_grads)`` (``variable_grads`` in the structure of the
     scope tree). While ``grad_vars`` are being created (init) ``fn`` runs as is.
+    ``nondiff_argnums`` count the scope as argument 0 (Flax's counting).
     """
 
     def wrapper(scope, *args, **kwargs):
@@ -164,7 +165,8 @@ def custom_vjp(
             tree, _ = state.inner([{**d, **o} for d, o in zip(diff_vars, other_vars)])
             return f(tree, *args)
 
-        nondiff = tuple(i + 1 for i in nondiff_argnums)
+        # As in Flax, positions count the scope (or module) as argument 0.
+        nondiff = tuple(nondiff_argnums)
 
         @functools.partial(jax.custom_vjp, nondiff_argnums=nondiff)
         def f(diff_vars, *args):
