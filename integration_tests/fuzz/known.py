@@ -75,16 +75,6 @@ _LIFTED_STAGES = ('apply', 'jit_apply', 'grad', 'method', 'bind')
 
 KNOWN: tuple[KnownFinding, ...] = (
     KnownFinding(
-        'F3',
-        'nn.map_variables(init=True) used in apply: Flax raises ScopeCollectionNotFound, '
-        'linen runs',
-        _LIFTED_STAGES,
-        # error-type: linen, running on, meets a later error (a while_loop's grad)
-        ('raises', 'error-type'),
-        frozenset({'lift.map_variables', 'lift.map_variables.init_always=True'}),
-        ('apply_raises_1',),
-    ),
-    KnownFinding(
         'F5',
         'lazy_init raises LazyInitError when variables are created in an nn.cond branch '
         "chosen by an abstract input, where Flax returns the first branch's variables",

@@ -5,8 +5,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import linen.nn as nn
+from linen.core import errors
 
 
 class Linear(nn.Module):
@@ -115,3 +117,23 @@ def test_add_metadata_axis_names_the_new_axis_in_boxes():
     assert box.names == ('layers', None, 'model')
     assert box.value.shape == (3, 2)  # only the metadata changes
     np.testing.assert_allclose(Annotated().apply(variables, x), jnp.full((1, 2), 3.0))
+
+
+def test_map_variables_init_true_sees_only_the_mapped_collections_made_mutable():
+    """``init=True`` in an apply: the first run's result reaches the real run only for
+    mapped collections the caller made mutable (Flax's rule); a read-only one is empty."""
+    doubled = nn.map_variables(
+        nn.Dense,
+        'params',
+        trans_in_fn=lambda v: jax.tree_util.tree_map(lambda a: 2 * a, v),
+        init=True,
+    )(2)
+    x = jnp.array([1.0, 2.0, 3.0])
+    variables = doubled.init(jax.random.key(0), x)
+    p = variables['params']
+    want = x @ (2 * p['kernel']) + 2 * p['bias']
+    np.testing.assert_allclose(doubled.apply(variables, x), want, rtol=1e-6)
+    y, _ = doubled.apply(variables, x, mutable=['params'])
+    np.testing.assert_allclose(y, want, rtol=1e-6)
+    with pytest.raises(errors.ScopeCollectionNotFound, match='"kernel" from collection "params"'):
+        doubled.apply(variables, x, mutable=['batch_stats'])

@@ -52,7 +52,14 @@ def map_variables(
             tree, first = state.inner([{**m, **o} for m, o in split])
             fn(tree, *args, **kwargs)
             created = [_pack.inner_mutated(s, (mapped_collections,))[0] for s in first]
-            mapped = [map_out_fn({**m, **c}) for m, c in zip(mapped, created)]
+            # As in Flax, the real run sees what the first run may write back: the
+            # mapped collections the caller made mutable (a read-only one comes out
+            # empty, so `init=True` in an apply that mutates another collection
+            # fails as in Flax; `init=self.is_initializing()` is the documented use).
+            mapped = [
+                map_out_fn({c: t for c, t in {**m, **n}.items() if s.is_mutable_collection(c)})
+                for s, m, n in zip(state.scopes, mapped, created)
+            ]
         inner_mutable = [
             s.mutable if writable else subtract_filters(s.mutable, mapped_collections)
             for s in state.scopes
