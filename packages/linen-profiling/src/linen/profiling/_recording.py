@@ -32,6 +32,11 @@ _parent: contextvars.ContextVar[Call | None] = contextvars.ContextVar(
 _capture_shapes: contextvars.ContextVar[bool] = contextvars.ContextVar(
     'linen_tabulate_shapes', default=True
 )
+# label path -> calls so far, while each call is to open an occurrence scope ``#k``
+_occurrences: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar(
+    'linen_tabulate_occurrences', default=None
+)
+OCCURRENCE_PREFIX = '#'
 
 
 @dataclass
@@ -59,19 +64,23 @@ def _invalidate() -> None:
 
 
 @contextlib.contextmanager
-def recording(capture_shapes: bool = True) -> Iterator[list[Call]]:
+def recording(capture_shapes: bool = True, occurrences: bool = False) -> Iterator[list[Call]]:
     """Record the wrapped method calls made in this context inside the block.
 
     ``capture_shapes=False`` records no input and output shapes (less work
-    inside the timed calls, for trace times).
+    inside the timed calls, for trace times). ``occurrences=True`` runs the
+    k-th call under a label path inside ``jax.named_scope('#k')``, so a traced
+    program tells the calls of one module apart.
     """
     records: list[Call] = []
     token = _records.set(records)
     shapes_token = _capture_shapes.set(capture_shapes)
+    occurrences_token = _occurrences.set({} if occurrences else None)
     _invalidate()
     try:
         yield records
     finally:
+        _occurrences.reset(occurrences_token)
         _capture_shapes.reset(shapes_token)
         _records.reset(token)
         _invalidate()
@@ -110,8 +119,16 @@ def record(next_fn, args, kwargs, context):
     parent = _parent.get()
     token = _label_stack.set(labels)
     parent_token = _parent.set(call)
+    counts = _occurrences.get()
     try:
-        result = next_fn(*args, **kwargs)
+        if counts is None:
+            result = next_fn(*args, **kwargs)
+        else:
+            import jax
+
+            counts[call.label_path] = k = counts.get(call.label_path, 0) + 1
+            with jax.named_scope(f'{OCCURRENCE_PREFIX}{k}'):
+                result = next_fn(*args, **kwargs)
     finally:
         _parent.reset(parent_token)
         _label_stack.reset(token)

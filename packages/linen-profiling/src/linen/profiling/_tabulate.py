@@ -137,42 +137,79 @@ _PARTITIONS = re.compile(r'\bnum_partitions=(\d+)')
 _UNBOUND_AXIS = re.compile(r'unbound axis name: ([^\s.,]+)')
 
 
+def _call_chain(stack: str, labels: Any) -> list[tuple[str, int]]:
+    """The ``(label path, occurrence)`` of each call a name stack runs under, outermost
+    first: a label's occurrence is the ``#k`` scope just before it (1 without one)."""
+    from linen.profiling._hlo import _unwrap
+    from linen.profiling._recording import OCCURRENCE_PREFIX
+
+    chain = []
+    path: tuple[str, ...] = ()
+    occurrence = 1
+    for component in stack.split('/'):
+        name = _unwrap(component)
+        if name.startswith(OCCURRENCE_PREFIX) and name[1:].isdigit():
+            occurrence = int(name[1:])
+            continue
+        if (*path, name) in labels:
+            path = (*path, name)
+            chain.append(('/'.join(path), occurrence))
+            occurrence = 1
+    return chain
+
+
 def _traced_paths(fn: Callable, *args: Any) -> set[str]:
     """The label paths (and their parents) under which tracing ``fn`` binds any operation."""
     import jax
 
-    from linen.profiling._hlo import module_path_from_op_name
+    from linen.profiling._labels import emitted_label_paths
 
-    paths: set[str] = set()
+    stacks: list[str] = []
 
     def walk(jaxpr: Any, prefix: str) -> None:
         for eqn in jaxpr.eqns:
             stack = '/'.join(p for p in (prefix, str(eqn.source_info.name_stack)) if p)
-            parts = module_path_from_op_name(f'{stack}/{eqn.primitive}').split('/')
-            paths.update('/'.join(parts[: i + 1]) for i in range(len(parts)) if parts[0])
+            stacks.append(stack)
             for param in eqn.params.values():
                 for inner in param if isinstance(param, (tuple, list)) else (param,):
                     inner = getattr(inner, 'jaxpr', inner)  # a ClosedJaxpr's Jaxpr
                     if hasattr(inner, 'eqns'):
                         walk(inner, stack)
 
-    walk(jax.make_jaxpr(fn)(*args).jaxpr, '')
-    return paths
+    # A fresh callable: jit's trace cache may hold ``fn`` traced before.
+    walk(jax.make_jaxpr(lambda *a: fn(*a))(*args).jaxpr, '')
+    labels = emitted_label_paths()
+    return {path for stack in stacks for path, _ in _call_chain(stack, labels)}
 
 
-def _flops_by_label(fn: Callable, *args: Any) -> tuple[dict[str, float], set[str], list[str]]:
-    """Inclusive FLOPs per label path of ``fn``, the label paths that did any work when
-    traced, and what the reader must know about the FLOPs.
+def _flops_by_label(
+    fn: Callable, *args: Any
+) -> tuple[dict[str, float], dict[str, dict[int, float]], list[str]]:
+    """Inclusive FLOPs per label path of ``fn``; for each label path under which tracing
+    binds any operation, the inclusive FLOPs of each of its calls that has instructions
+    in the compiled program; and what the reader must know about the FLOPs.
 
     A call absent from the compiled program did no work when tracing bound no
     operation under its label (Flax's 0); otherwise its work was removed or merged (n/a).
     """
     from linen.profiling._costs import module_costs
+    from linen.profiling._labels import emitted_label_paths
     from linen.profiling._state import override_named_call
 
     with override_named_call(True):
-        costs = module_costs(fn, *args)
+        # Each call under an occurrence scope (``#k``: the k-th call of its label path),
+        # so the compiled program tells the calls of one instance apart; a fresh
+        # callable, so that nothing traced without the scopes is reused.
+        with recording(capture_shapes=False, occurrences=True):
+            costs = module_costs(lambda *a: fn(*a), *args)
         traced = _traced_paths(fn, *args)
+    # Inclusive FLOPs of each call (occurrence) of each label path in the compiled program.
+    labels = emitted_label_paths()
+    per_call: dict[str, dict[int, float]] = {}
+    for cost in costs.instructions:
+        for path, occurrence in _call_chain(cost.op_name, labels):
+            calls = per_call.setdefault(path, {})
+            calls[occurrence] = calls.get(occurrence, 0.0) + cost.flops
     notes = []
     if costs.uncosted:
         notes.append(
@@ -186,7 +223,11 @@ def _flops_by_label(fn: Callable, *args: Any) -> tuple[dict[str, float], set[str
             f'per device: the program is partitioned over {partitions.group(1)} devices '
             f'(shard_map or sharded arrays); work done on every device counts once'
         )
-    return {row.path: row.inclusive_flops for row in costs.rows}, traced, notes
+    return (
+        {row.path: row.inclusive_flops for row in costs.rows},
+        {path: per_call.get(path, {}) for path in traced},
+        notes,
+    )
 
 
 def _bind_axes(fn: Callable, axis_names: list[str]) -> Callable:
@@ -235,9 +276,10 @@ class _Flops:
 
     flops: dict[str, float] = field(default_factory=dict)
     vjp_flops: dict[str, float] = field(default_factory=dict)
-    # the label paths that bound any operation when traced (the others did no work: 0)
-    flops_traced: set[str] = field(default_factory=set)
-    vjp_flops_traced: set[str] = field(default_factory=set)
+    # label path -> {call: its inclusive FLOPs} for the calls with compiled instructions,
+    # for the paths that bound any operation when traced (the others did no work: 0)
+    flops_traced: dict[str, dict[int, float]] = field(default_factory=dict)
+    vjp_flops_traced: dict[str, dict[int, float]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)  # column -> the error
 
 
@@ -325,11 +367,17 @@ def _rows(
     flops: _Flops | None,
     forward: bool,
     vjp: bool,
-) -> tuple[list[_Row], bool]:
-    """One row per call shown, and whether a FLOPs cell had no instruction to count."""
+) -> tuple[list[_Row], bool, bool]:
+    """One row per call shown, whether a FLOPs cell had no instruction to count, and
+    whether calls of one instance with different inputs show their FLOPs together."""
     rows: list[_Row] = []
     seen: set[tuple[str, ...]] = set()
-    missing_flops = False
+    missing_flops = shared_flops = False
+    # Label paths whose calls all took the same inputs: they do the same work.
+    inputs: dict[str, set[str]] = {}
+    for call in records:
+        inputs.setdefault(call.label_path, set()).add(repr(call.inputs))
+    uniform = {path for path, seen_inputs in inputs.items() if len(seen_inputs) == 1}
     for call in records:
         if depth is not None and len(call.path) > depth:
             continue
@@ -356,14 +404,21 @@ def _rows(
                 if column in flops.failed:
                     text = 'n/a'
                 elif call.label_path in table:
-                    text = f'{table[call.label_path]:,.0f}'.replace(',', '')
+                    total = table[call.label_path]
+                    calls = traced.get(call.label_path, {})
+                    if len(calls) > 1 and call.label_path in uniform:
+                        # Calls alike: each call's share, as Flax counts one call.
+                        total /= len(calls)
+                    elif len(calls) > 1:
+                        shared_flops = True
+                    text = f'{total:,.0f}'.replace(',', '')
                 elif call.label_path not in traced:
                     text = '0'  # the call bound no operation: no work (as Flax counts it)
                 else:
                     text, missing_flops = 'n/a', True
                 setattr(row, column, text)
         rows.append(row)
-    return rows, missing_flops
+    return rows, missing_flops, shared_flops
 
 
 def _summarize(
@@ -419,7 +474,7 @@ def _summarize(
         layouts, sharding_notes = _layouts(variables, mesh, replicated_tolerance)
         notes.extend(sharding_notes)
 
-    rows, missing_flops = _rows(
+    rows, missing_flops, shared_flops = _rows(
         records,
         variables,
         depth=depth,
@@ -429,6 +484,11 @@ def _summarize(
         forward=compute_flops,
         vjp=compute_vjp_flops,
     )
+    if shared_flops:
+        notes.append(
+            'calls of one module instance with different inputs share its label: each of '
+            'their rows shows the FLOPs of all of them'
+        )
     if missing_flops:
         notes.append(
             'n/a: no instruction of that call is left in the optimized program '
