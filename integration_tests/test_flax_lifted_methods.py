@@ -198,3 +198,25 @@ def test_a_module_instance_as_target_raises_transform_target_error_as_flax(trans
         texts.append((type(info.value).__name__, str(info.value).split('.')[0]))
     assert texts[1] == texts[0]
     assert texts[0][0] == 'TransformTargetError'
+
+
+def jitted_init_program(nn):
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(2)(x)
+
+        @nn.jit
+        def init_with_output(self, rngs, *args, **kwargs):
+            return super().init_with_output(rngs, *args, **kwargs)
+
+    return Model()
+
+
+def test_jit_over_a_method_of_an_unbound_module_as_flax():
+    """``@nn.jit`` on ``init_with_output``: compiled as a function of the module."""
+    x = jnp.linspace(-1.0, 1.0, 6, dtype=jnp.float32).reshape(2, 3)
+    fy, fv = jitted_init_program(flax_nn).init_with_output(jax.random.key(0), x)
+    ly, lv = jitted_init_program(linen_nn).init_with_output(jax.random.key(0), x)
+    assert_same(dict(lv), dict(fv))
+    np.testing.assert_array_equal(np.asarray(ly), np.asarray(fy))

@@ -277,3 +277,30 @@ def test_method_decorator_and_methods_argument():
 def test_jit_of_a_non_module_is_a_target_error():
     with pytest.raises(errors.TransformTargetError, match='Module class or a Module method'):
         nn.jit(object)
+
+
+def test_jit_on_a_method_of_an_unbound_module_compiles_it_once_per_module():
+    traces = []
+
+    class Model(nn.Module):
+        features: int = 2
+
+        @nn.compact
+        def __call__(self, x):
+            return Dense(self.features)(x)
+
+        @nn.jit
+        def init_with_output(self, rngs, *args, **kwargs):
+            traces.append(self.features)
+            return super().init_with_output(rngs, *args, **kwargs)
+
+    x = jnp.ones((2, 3))
+    y, variables = Model().init_with_output(jax.random.key(0), x)
+    want_y, want_vars = nn.Module.init_with_output(Model(), jax.random.key(0), x)
+    np.testing.assert_array_equal(y, want_y)
+    np.testing.assert_array_equal(
+        variables['params']['Dense_0']['w'], want_vars['params']['Dense_0']['w']
+    )
+    Model().init_with_output(jax.random.key(1), x)  # an equal module: no new trace
+    Model(features=3).init_with_output(jax.random.key(0), x)
+    assert traces == [2, 3]

@@ -12,6 +12,8 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import jax
+
 from linen.core import errors
 from linen.module import Module
 from linen.module.dispatch import (
@@ -126,12 +128,20 @@ def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dic
     jitted = _jit.jit(body, **options)
     # What the wrappers see as the method (the dispatcher's inner function).
     method = getattr(orig, 'inner_fun', orig)
+    unbound_jitted: list = []
 
     @functools.wraps(orig)
     def lifted(self, *args, **kwargs):
         scope = self.scope
         if scope is None:
-            raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
+            if getattr(orig, 'compact', False):
+                raise errors.CallCompactUnboundModuleError(type(self).__name__, method_name)
+            # As in Flax, a method of an unbound module (`@nn.jit` over
+            # `init_with_output`) compiles as a function of the module (a static
+            # argument: equal modules share the compiled function).
+            if not unbound_jitted:
+                unbound_jitted.append(_jit_unbound(orig, options))
+            return unbound_jitted[0](self, *args, **kwargs)
         # Bound Modules and Variables among the arguments are lifted too (Flax's
         # multi-scope lifting); they leave the arguments as empty pytrees.
         check_setup(self)
@@ -149,3 +159,21 @@ def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dic
         )
 
     return _mark(lifted)
+
+
+def _jit_unbound(fn: Callable, options: dict) -> Callable:
+    """``jax.jit`` of ``fn(module, *args)``, the module static; ``static_argnums`` and
+    ``donate_argnums`` count the call's arguments (as on a bound module)."""
+
+    def shift(argnums):
+        argnums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+        return tuple(i + 1 if i >= 0 else i for i in argnums)
+
+    placement = {k: options[k] for k in ('device', 'backend') if options[k] is not None}
+    return jax.jit(
+        fn,
+        static_argnums=(0, *shift(options['static_argnums'])),
+        static_argnames=options['static_argnames'],
+        donate_argnums=shift(options['donate_argnums']),
+        **placement,
+    )
