@@ -122,6 +122,15 @@ KNOWN: tuple[KnownFinding, ...] = (
         ('init_structure_1',),
         any_of=frozenset({'clone.setup', 'clone.compact'}),
     ),
+    KnownFinding(
+        'F14',
+        'nn.map_variables of a Module whose dataclass field holds a submodule made in the '
+        "parent: Flax applies trans_in_fn to the field's variables, linen bypasses it",
+        None,
+        ('values', 'values-ulp'),
+        frozenset({'children.field', 'lift.map_variables'}),
+        ('init_values_1',),
+    ),
 )
 
 
