@@ -5,6 +5,11 @@ set of generated programs; each must show no difference from Flax beyond the
 known findings of ``known.py`` (where the features that provoke a recorded
 difference are listed, with the FINDINGS.md entry that explains it). The slice is
 split in chunks so that pytest-xdist spreads it over the cores.
+
+Cost, measured (2026-12-02, JAX 0.12, Flax 0.12.12): the 300 programs took 285
+CPU-seconds in all (0.95 s a program, both libraries, pytest included), so about
+2.5 minutes on two otherwise idle cores with ``-n 2``; chunks of 10 programs keep
+the two workers' shares even.
 """
 
 from __future__ import annotations
@@ -21,8 +26,8 @@ from integration_tests.fuzz.known import known_finding
 from integration_tests.fuzz.runner import differences
 
 SLICE_SEED = 'ci'
-SLICE_PROGRAMS = 100
-CHUNK = 20
+SLICE_PROGRAMS = 300
+CHUNK = 10
 
 
 @pytest.mark.slow
