@@ -220,3 +220,42 @@ def test_jit_over_a_method_of_an_unbound_module_as_flax():
     ly, lv = jitted_init_program(linen_nn).init_with_output(jax.random.key(0), x)
     assert_same(dict(lv), dict(fv))
     np.testing.assert_array_equal(np.asarray(ly), np.asarray(fy))
+
+
+def traced_parent_program(nn, counter, jit_class):
+    class Leaf(nn.Module):
+        key: int
+
+        def __call__(self, x):
+            return x * self.key
+
+    class Parent(nn.Module):
+        leaves: list
+
+        @nn.compact
+        def __call__(self, x):
+            counter.append(1)  # once per trace
+            for leaf in self.leaves:
+                x = leaf(x)
+            return x
+
+    if jit_class:
+        return Leaf, nn.jit(Parent)
+    Parent.__call__ = nn.jit(Parent.__call__)
+    return Leaf, Parent
+
+
+@pytest.mark.parametrize('jit_class', [True, False], ids=['class', 'method'])
+def test_jit_with_submodule_fields_traces_once_per_configuration_as_flax(jit_class):
+    """Submodules in a jitted module's fields, built anew on each apply: equal ones
+    reuse the trace (Flax keys on the fields; they are bound, so not hashable)."""
+    x = jnp.array(1.5)
+    counts, outs = [], []
+    for nn in (flax_nn, linen_nn):
+        counter: list = []
+        Leaf, Parent = traced_parent_program(nn, counter, jit_class)
+        ys = [Parent([Leaf(k), Leaf(k + 1)]).apply({}, x) for k in (2, 2, 3, 3)]
+        counts.append(len(counter))
+        outs.append([float(y) for y in ys])
+    assert counts[1] == counts[0] == 2
+    assert outs[1] == outs[0] == [9.0, 9.0, 18.0, 18.0]

@@ -304,3 +304,31 @@ def test_jit_on_a_method_of_an_unbound_module_compiles_it_once_per_module():
     Model().init_with_output(jax.random.key(1), x)  # an equal module: no new trace
     Model(features=3).init_with_output(jax.random.key(0), x)
     assert traces == [2, 3]
+
+
+def test_equal_submodule_fields_built_anew_reuse_the_trace():
+    traces = []
+
+    class Scale(nn.Module):
+        factor: float
+
+        def __call__(self, x):
+            return x * self.factor
+
+    class Chain(nn.Module):
+        layers: tuple
+
+        @nn.compact
+        def __call__(self, x):
+            traces.append(len(self.layers))
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    jitted = nn.jit(Chain)
+    x = jnp.array([1.0, 2.0])
+    np.testing.assert_allclose(jitted((Scale(2.0), Scale(3.0))).apply({}, x), 6 * x)
+    np.testing.assert_allclose(jitted((Scale(2.0), Scale(3.0))).apply({}, x), 6 * x)
+    assert traces == [2]
+    np.testing.assert_allclose(jitted((Scale(2.0), Scale(5.0))).apply({}, x), 10 * x)
+    assert traces == [2, 2]

@@ -100,12 +100,32 @@ def _module_key(extra, labelled: bool):
     module, compact, objects, lifted_fields = extra
     # Lifted field modules count by their slot (their own key is in `objects`).
     fields = tuple(
-        lifted_fields[f] if f in lifted_fields else module.__dict__[f]
+        lifted_fields[f] if f in lifted_fields else _field_key(module.__dict__[f])
         for f in field_names(type(module))
     )
     name = module.name if labelled and not wrappers_are_relative() else None
     key = (type(module), name, _jit._hashable(fields), compact, _args.cache_key(objects))
     return key, extra
+
+
+def _is_module(x: Any) -> bool:
+    return isinstance(x, Module)
+
+
+def _field_key(value: Any) -> Any:
+    """A field's part of the cache key: a submodule the module adopted (bound, so not
+    hashable) counts by its class, name and own fields, so equal modules built anew
+    on every apply share one trace (as in Flax)."""
+    if isinstance(value, Module):
+        if value.scope is None:
+            return value
+        fields = tuple(_field_key(value.__dict__[f]) for f in field_names(type(value)))
+        return ('Module', type(value), value.name, fields)
+    if isinstance(value, (list, tuple, dict)) and value:
+        leaves = jax.tree_util.tree_leaves(value, is_leaf=_is_module)
+        if any(isinstance(x, Module) for x in leaves):
+            return jax.tree_util.tree_map(_field_key, value, is_leaf=_is_module)
+    return value
 
 
 def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dict) -> Callable:
