@@ -44,3 +44,30 @@ def test_map_variables_init_true_in_apply_as_flax(mutable, apply_mutable):
         assert outcome == ['ScopeCollectionNotFound', 'ScopeCollectionNotFound']
     else:
         np.testing.assert_array_equal(outcome[1], outcome[0])
+
+
+def carry_created_in_body(nn):
+    class Counter(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            n = self.variable('state', 'n', lambda: jnp.zeros((), jnp.float32))
+            n.value = n.value + 1.0
+            return c + x * n.value, c
+
+    return nn.scan(
+        Counter,
+        variable_broadcast='params',
+        variable_carry='state',
+        split_rngs={'params': False},
+    )()
+
+
+def test_scan_creating_a_variable_carry_collection_raises_as_flax():
+    """Flax stops on JAX's TypeError here (an AssertionError in other programs, see
+    fuzz finding F8); linen's typed error is both."""
+    xs = jnp.ones((4,), jnp.float32)
+    for nn in (flax_nn, linen_nn):
+        with pytest.raises(TypeError, match='carry'):
+            carry_created_in_body(nn).init(jax.random.key(0), jnp.zeros(()), xs)
+    with pytest.raises(AssertionError):
+        carry_created_in_body(linen_nn).init(jax.random.key(0), jnp.zeros(()), xs)

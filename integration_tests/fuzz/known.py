@@ -85,15 +85,6 @@ KNOWN: tuple[KnownFinding, ...] = (
         only_if=flax_lazy_init_picks_a_cond_branch,
     ),
     KnownFinding(
-        'F8',
-        'nn.scan with variable_carry of a collection created in the body: Flax raises '
-        'AssertionError, linen TypeError',
-        ('init', 'eval_shape', 'lazy_init'),
-        ('error-type',),
-        frozenset({'lift.scan.carry_state=True'}),
-        ('init_error_type_1',),
-    ),
-    KnownFinding(
         'F9',
         'nn.scan with params nn.broadcast where Flax asserts (split params rngs, a lifted '
         "transform inside): linen raises TypeError '_Broadcast' object is not iterable",

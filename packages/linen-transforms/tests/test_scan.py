@@ -403,3 +403,19 @@ def test_methods_dict_gives_each_method_its_own_scan_arguments():
     for t in range(3):
         want = jnp.tanh(want @ w[t] + emitted[t])
     np.testing.assert_allclose(Model().apply(variables, c), want, rtol=1e-6)
+
+
+def test_creating_a_carried_collection_in_the_body_is_a_typed_error():
+    from linen.transforms.errors import ScanCarryCreationError
+
+    model = nn.scan(
+        Counting,
+        variable_carry='counter',
+        variable_broadcast='params',
+        split_rngs={'params': False},
+    )()
+    with pytest.raises(ScanCarryCreationError, match='"counter"; a carried collection must exist'):
+        model.init(jax.random.key(0), 0.0, jnp.ones((6,)))
+    # what Flax raises there (JAX's TypeError, or an AssertionError for some programs)
+    assert issubclass(ScanCarryCreationError, TypeError)
+    assert issubclass(ScanCarryCreationError, AssertionError)

@@ -20,7 +20,7 @@ from linen.core import in_filter, subtract_filters, union_filters
 from linen.core.lifting import Filter
 from linen.transforms import _pack
 from linen.transforms._axis_markers import SplitAxes
-from linen.transforms.errors import ScanCollectionError, ScanLengthError
+from linen.transforms.errors import ScanCarryCreationError, ScanCollectionError, ScanLengthError
 
 
 class _Broadcast:
@@ -184,16 +184,23 @@ def scan(
                 v.update(jax.tree_util.tree_map(lambda a: a[0], g))
             variables.append(v)
         written: list[tuple[str, str]] = []
+        created: list[tuple[str, str]] = []
 
         def first_step(v, c, f):
             inner, c, ys = run_step(v, [dict(sp) for sp in split], c, f)
-            for scope, i, rest in zip(scopes, inner, rest_vars):
-                rest_out = Groups.of(_pack.inner_mutated(i, filters), n_out_axes).rest
+            for scope, i, rest, cv in zip(scopes, inner, rest_vars, carry_vars):
+                out = Groups.of(_pack.inner_mutated(i, filters), n_out_axes)
                 written.extend(
                     (scope.path_text, col)
-                    for col, tree in rest_out.items()
+                    for col, tree in out.rest.items()
                     if jax.tree_util.tree_structure(tree)
                     != jax.tree_util.tree_structure(rest.get(col, {}))
+                )
+                created.extend(
+                    (scope.path_text, col)
+                    for col, tree in out.carry.items()
+                    if jax.tree_util.tree_structure(tree)
+                    != jax.tree_util.tree_structure(cv.get(col, {}))
                 )
             return inner, c, ys
 
@@ -210,6 +217,9 @@ def scan(
         if written:
             path = written[0][0]
             raise ScanCollectionError(sorted({col for p, col in written if p == path}), path)
+        if created:
+            path = created[0][0]
+            raise ScanCarryCreationError(sorted({col for p, col in created if p == path}), path)
 
         step_keys = tuple({k: jax.random.split(v, n) for k, v in sp.items()} for sp in split)
         scanned_xs = tuple(

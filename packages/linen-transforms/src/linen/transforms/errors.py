@@ -8,6 +8,7 @@ __all__ = [
     'TransformAxisSizeError',
     'ScanLengthError',
     'ScanCollectionError',
+    'ScanCarryCreationError',
     'TransformArgumentError',
 ]
 
@@ -67,6 +68,26 @@ class ScanCollectionError(LinenError, ValueError):
         )
 
 
+class ScanCarryCreationError(LinenError, TypeError, AssertionError):
+    """The body of ``nn.scan`` creates variables in a ``variable_carry`` collection.
+
+    A carried collection goes round the loop, so it must exist before the loop starts.
+    Flax stops there on JAX's ``TypeError`` (the carry changes structure) or, for some
+    programs, on an ``AssertionError``: this error is both, so handlers written for
+    Flax catch it.
+    """
+
+    def __init__(self, collections, path: str):
+        names = ', '.join(f'"{c}"' for c in collections)
+        super().__init__(
+            f'nn.scan at "/{path}": the loop body creates variables in the variable_carry '
+            f'collection(s) {names}; a carried collection must exist before the loop. '
+            'Create them outside the scan (pass them to init/apply in the variables, or '
+            'initialise them with a call that does not scan), or make the collection '
+            'per step with `variable_axes` instead.'
+        )
+
+
 class TransformArgumentError(LinenError, ValueError):
     """A lifted transform got an argument specification it cannot use."""
 
@@ -74,5 +95,11 @@ class TransformArgumentError(LinenError, ValueError):
         super().__init__(msg)
 
 
-for _cls in (TransformAxisSizeError, ScanLengthError, ScanCollectionError, TransformArgumentError):
+for _cls in (
+    TransformAxisSizeError,
+    ScanLengthError,
+    ScanCollectionError,
+    ScanCarryCreationError,
+    TransformArgumentError,
+):
     _cls.__module__ = __name__
