@@ -200,6 +200,14 @@ ROWS = [
         lambda: (_normal((3, 5)),),
         rngs=('dropout',),
     ),
+    # Layers made inline by the functions Sequential calls: its __call__ is compact.
+    Row(
+        'Sequential of inline layers',
+        lambda nn: nn.Sequential(
+            [lambda x: nn.Dense(x.shape[-1])(x), nn.relu, lambda x: nn.Dense(2)(x)]
+        ),
+        lambda: (_normal((3, 5)),),
+    ),
 ]
 
 

@@ -1153,3 +1153,14 @@ def compact_name_scope_methods(nn, core):
 
 def test_compact_name_scope_like_flax():
     assert_same_outcome(compact_name_scope_methods)
+
+
+@pytest.mark.parametrize('given', [(0.5, 0.1), (None, None)], ids=['both', 'neither'])
+def test_merge_param_says_what_flax_says(given):
+    # Flax's own tests match these texts literally (a layer given `rate` twice, or never).
+    texts = []
+    for nn in (flax_nn, linen_nn):
+        with pytest.raises(ValueError) as info:
+            nn.merge_param('rate', *given)
+        texts.append(str(info.value))
+    assert texts[1] == texts[0]

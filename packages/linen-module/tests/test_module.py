@@ -564,10 +564,16 @@ def test_share_scope():
 def test_merge_param():
     assert nn.merge_param('rate', 0.5, None) == 0.5
     assert nn.merge_param('rate', None, 0.1) == 0.1
-    with pytest.raises(errors.LinenError, match='"rate" was passed both'):
+    with pytest.raises(ValueError) as both:
         nn.merge_param('rate', 0.5, 0.1)
-    with pytest.raises(errors.LinenError, match='"rate" must be passed either'):
+    assert str(both.value) == (
+        'Parameter "rate" was passed to the constructor and at call time. Should be passed just once.'
+    )
+    with pytest.raises(errors.MergeParamError) as neither:
         nn.merge_param('rate', None, None)
+    assert (
+        str(neither.value) == 'Parameter "rate" must be passed to the constructor or at call time.'
+    )
 
 
 def test_bound_tree_is_freed_with_its_binding_without_gc():

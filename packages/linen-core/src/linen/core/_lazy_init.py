@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 import jax
@@ -33,8 +34,9 @@ from linen.core import errors
 __all__ = ['partial_init', 'concrete_call']
 
 # True while `_eager` runs an init function: the initialisers (and their keys) then
-# run outside the shape trace, see `concrete_call`.
-_CONCRETE: list[bool] = [False]
+# run outside the shape trace, see `concrete_call`. A context variable, like every
+# other switch of the library: a thread or task running its own init never sees it.
+EAGER_LAZY_INIT: ContextVar[bool] = ContextVar('linen_eager_lazy_init', default=False)
 
 
 def concrete_call(fn: Callable[..., Any], *args, **kwargs) -> Any:
@@ -47,7 +49,7 @@ def concrete_call(fn: Callable[..., Any], *args, **kwargs) -> Any:
     closed over an abstract input) fails there and runs again inside the trace,
     where it fails as in Flax's ``lazy_init`` or gives its traced result.
     """
-    if not _CONCRETE[0]:
+    if not EAGER_LAZY_INIT.get():
         return fn(*args, **kwargs)
     try:
         with jax.core.eval_context():
@@ -229,12 +231,12 @@ def _eager(fn, leaves, treedef):
         for i, x in zip(abstract, values):
             full[i] = x
         a, kw = jax.tree_util.tree_unflatten(treedef, full)
-        _CONCRETE[0] = True
+        token = EAGER_LAZY_INIT.set(True)
         try:
             with jax.ensure_compile_time_eval():
                 captured.append(fn(*a, **kw))
         finally:
-            _CONCRETE[0] = False
+            EAGER_LAZY_INIT.reset(token)
 
     jax.eval_shape(run, *[leaves[i] for i in abstract])
     out = captured[0]

@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from linen.core._lazy_init import _CONCRETE, concrete_call
+from linen.core._lazy_init import EAGER_LAZY_INIT, concrete_call
 from linen.core.errors import InvalidRngError
 
 _FIX_SEPARATOR: list[bool] = [False]
@@ -86,7 +86,7 @@ def fold_in_path(key: Any, items: tuple[str | int, ...]) -> Any:
     data = np.uint32(path_hash(items))
     if isinstance(key, jax.core.Tracer):
         return jax.random.fold_in(key, data)
-    if _CONCRETE[0]:  # an eager lazy_init: the root key is concrete, fold off the trace
+    if EAGER_LAZY_INIT.get():  # an eager lazy_init: the root key is concrete, fold off the trace
         return concrete_call(_fold_in_compiled, key, data)
     return _fold_in_compiled(key, data)
 

@@ -19,7 +19,7 @@ import jax
 
 from linen.core import errors
 from linen.core._filters import Filter, in_filter
-from linen.core._lazy_init import _CONCRETE, concrete_call, partial_init
+from linen.core._lazy_init import EAGER_LAZY_INIT, concrete_call, partial_init
 from linen.core._param_shapes import check_param_shape
 from linen.core._rng import LazyRng, RngStream, check_rngs
 from linen.core.config import config
@@ -522,7 +522,7 @@ class Scope:
                 if self.is_collection_empty(col):
                     raise errors.ScopeCollectionNotFound(col, name, self.path_text)
                 raise errors.ScopeVariableNotFoundError(name, col, self.path_text)
-            if _CONCRETE[0]:  # an eager lazy_init: off its shape trace
+            if EAGER_LAZY_INIT.get():  # an eager lazy_init: off its shape trace
                 value = concrete_call(init_fn, *init_args, **init_kwargs)
             else:
                 value = init_fn(*init_args, **init_kwargs)
@@ -560,7 +560,7 @@ class Scope:
                 key = self._unused_rng('params')
             else:
                 key = self.make_rng('params')
-            if _CONCRETE[0]:  # an eager lazy_init: off its shape trace
+            if EAGER_LAZY_INIT.get():  # an eager lazy_init: off its shape trace
                 value = concrete_call(init_fn, key, *init_args, **init_kwargs)
             else:
                 value = init_fn(key, *init_args, **init_kwargs)

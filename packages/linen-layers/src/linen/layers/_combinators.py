@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from linen.layers.errors import LayerArgumentError, describe_layer
-from linen.module import Module
+from linen.module import Module, compact
 
 __all__ = ['Sequential']
 
@@ -33,6 +33,9 @@ class Sequential(Module):
 
     layers: Sequence[Callable[..., Any]]
 
+    # Compact as Flax's: a function in ``layers`` may make its layer inline
+    # (``lambda x: nn.Dense(4)(x)``), named ``Dense_0``... under the Sequential.
+    @compact
     def __call__(self, *args, **kwargs):
         if not self.layers:
             raise LayerArgumentError(

@@ -74,14 +74,15 @@ def init(
 def merge_param(name: str, a: Any, b: Any) -> Any:
     """The one of ``a`` (attribute) and ``b`` (call argument) that is set; exactly one must be."""
     a_set, b_set = a is not None, b is not None
+    # Flax's texts, whole: code and tests match them literally, and each says what to do.
     if a_set and b_set:
         raise errors.MergeParamError(
-            f'Parameter "{name}" was passed both as a module attribute and as a call '
-            'argument; pass it in one place only.'
+            f'Parameter "{name}" was passed to the constructor and at call time. '
+            'Should be passed just once.'
         )
     if not a_set and not b_set:
         raise errors.MergeParamError(
-            f'Parameter "{name}" must be passed either as a module attribute or as a call argument.'
+            f'Parameter "{name}" must be passed to the constructor or at call time.'
         )
     return a if a_set else b
 
