@@ -4,22 +4,6 @@ from __future__ import annotations
 
 from linen.core.hookspecs import hookimpl
 
-_EXPORTS = {
-    'Module': 'linen.module._module:Module',
-    'compact': 'linen.module._module:compact',
-    'nowrap': 'linen.module._module:nowrap',
-    'compact_name_scope': 'linen.module._module:compact_name_scope',
-    'apply': 'linen.module._functional:apply',
-    'init': 'linen.module._functional:init',
-    'init_with_output': 'linen.module._functional:init_with_output',
-    'merge_param': 'linen.module._functional:merge_param',
-    'share_scope': 'linen.module._functional:share_scope',
-    'intercept_methods': 'linen.module._intercept:intercept_methods',
-    'kw_only_dataclasses': 'linen.module.kw_only_dataclasses',
-    'Variable': 'linen.core:Variable',
-    'module': 'linen.module',
-}
-
 
 @hookimpl
 def linen_add_hookspecs(plugin_manager):
@@ -30,4 +14,6 @@ def linen_add_hookspecs(plugin_manager):
 
 @hookimpl
 def linen_exports():
-    return dict(_EXPORTS)
+    from linen.module._exports import FACADE, NAMES
+
+    return NAMES.exports(FACADE, module='linen.module')
