@@ -71,3 +71,21 @@ def test_scan_creating_a_variable_carry_collection_raises_as_flax():
             carry_created_in_body(nn).init(jax.random.key(0), jnp.zeros(()), xs)
     with pytest.raises(AssertionError):
         carry_created_in_body(linen_nn).init(jax.random.key(0), jnp.zeros(()), xs)
+
+
+def broadcast_axis_scan(nn, split):
+    class Cell(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            h = nn.Dense(3)(c + x)
+            return h, h
+
+    return nn.scan(Cell, variable_axes={'params': nn.broadcast}, split_rngs={'params': split})()
+
+
+@pytest.mark.parametrize('split', [True, False])
+def test_scan_with_broadcast_in_variable_axes_raises_assertion_error_as_flax(split):
+    c, xs = jnp.zeros(3, jnp.float32), jnp.ones((2, 3), jnp.float32)
+    for nn in (flax_nn, linen_nn):
+        with pytest.raises(AssertionError):
+            broadcast_axis_scan(nn, split).init(jax.random.key(0), c, xs)

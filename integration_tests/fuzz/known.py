@@ -85,16 +85,6 @@ KNOWN: tuple[KnownFinding, ...] = (
         only_if=flax_lazy_init_picks_a_cond_branch,
     ),
     KnownFinding(
-        'F9',
-        'nn.scan with params nn.broadcast where Flax asserts (split params rngs, a lifted '
-        "transform inside): linen raises TypeError '_Broadcast' object is not iterable",
-        ('init', 'eval_shape', 'lazy_init'),
-        # warnings: Flax fails before a layer that warns is reached; linen after
-        ('error-type', 'warnings', 'raises'),
-        frozenset({'lift.scan', 'lift.scan.params_axis=None'}),
-        ('init_error_type_2', 'init_error_type_3', 'init_raises_3'),
-    ),
-    KnownFinding(
         'D1',
         'nn.jit keeps the parameters a key gives (docs/differences.md, "nn.jit keeps the '
         'parameters a key gives"); Flax changes them',

@@ -419,3 +419,12 @@ def test_creating_a_carried_collection_in_the_body_is_a_typed_error():
     # what Flax raises there (JAX's TypeError, or an AssertionError for some programs)
     assert issubclass(ScanCarryCreationError, TypeError)
     assert issubclass(ScanCarryCreationError, AssertionError)
+
+
+def test_broadcast_in_variable_axes_is_a_typed_error_naming_variable_broadcast():
+    from linen.transforms.errors import ScanBroadcastAxisError
+
+    model = nn.scan(Cell, variable_axes={'params': nn.broadcast}, split_rngs={'params': False})()
+    with pytest.raises(ScanBroadcastAxisError, match="variable_broadcast='params'"):
+        model.init(jax.random.key(0), jnp.zeros((1, 2)), jnp.ones((3, 1, 2)))
+    assert issubclass(ScanBroadcastAxisError, AssertionError)  # what Flax raises there

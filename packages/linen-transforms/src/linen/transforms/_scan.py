@@ -20,7 +20,12 @@ from linen.core import in_filter, subtract_filters, union_filters
 from linen.core.lifting import Filter
 from linen.transforms import _pack
 from linen.transforms._axis_markers import SplitAxes
-from linen.transforms.errors import ScanCarryCreationError, ScanCollectionError, ScanLengthError
+from linen.transforms.errors import (
+    ScanBroadcastAxisError,
+    ScanCarryCreationError,
+    ScanCollectionError,
+    ScanLengthError,
+)
 
 
 class _Broadcast:
@@ -117,7 +122,11 @@ def scan(
     split_filter = [f for f, do in split_rngs.items() if do]
     metadata_params = dict(metadata_params or {})
 
+    broadcast_axes = [f for f, ax in (variable_axes or {}).items() if ax is broadcast]
+
     def wrapper(scope_or_scopes, carry, *xs, **kwargs):
+        if broadcast_axes:  # at the call, as Flax's assertion
+            raise ScanBroadcastAxisError(broadcast_axes)
         kwargs = _pack.drop_kwargs('scan', kwargs)
         # A tuple (or list) of scopes is lifted together (Module arguments and fields,
         # as in Flax); each follows the same collection rules.

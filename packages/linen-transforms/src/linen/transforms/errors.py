@@ -9,6 +9,7 @@ __all__ = [
     'ScanLengthError',
     'ScanCollectionError',
     'ScanCarryCreationError',
+    'ScanBroadcastAxisError',
     'TransformArgumentError',
 ]
 
@@ -88,6 +89,21 @@ class ScanCarryCreationError(LinenError, TypeError, AssertionError):
         )
 
 
+class ScanBroadcastAxisError(LinenError, AssertionError):
+    """``nn.scan(..., variable_axes={'params': nn.broadcast})``: a collection is shared
+    across the steps with ``variable_broadcast``, not with a ``variable_axes`` entry
+    (Flax stops there on an ``AssertionError``, hence the base class)."""
+
+    def __init__(self, collections):
+        names = ', '.join(repr(c) for c in collections)
+        first = collections[0]
+        super().__init__(
+            f'nn.scan: variable_axes maps {names} to nn.broadcast, which scan does not '
+            f'support; share the collection across the steps with '
+            f'`variable_broadcast={first!r}` (and `split_rngs={{{first!r}: False}}`) instead.'
+        )
+
+
 class TransformArgumentError(LinenError, ValueError):
     """A lifted transform got an argument specification it cannot use."""
 
@@ -100,6 +116,7 @@ for _cls in (
     ScanLengthError,
     ScanCollectionError,
     ScanCarryCreationError,
+    ScanBroadcastAxisError,
     TransformArgumentError,
 ):
     _cls.__module__ = __name__
