@@ -112,6 +112,15 @@ KNOWN: tuple[KnownFinding, ...] = (
         frozenset({'children.field', 'lift.map_variables'}),
         ('init_values_1',),
     ),
+    KnownFinding(
+        'F16',
+        'nn.map_variables(init=True) in apply: ScopeCollectionNotFound names the scope '
+        "'/Map_variablesDense_0' where Flax names '/map_variables(Map_variablesDense_0)'",
+        _LIFTED_STAGES,
+        ('error-message',),
+        frozenset({'lift.map_variables', 'lift.map_variables.init_always=True'}),
+        ('apply_error_message_1',),
+    ),
 )
 
 
