@@ -114,12 +114,13 @@ KNOWN: tuple[KnownFinding, ...] = (
     ),
     KnownFinding(
         'F16',
-        'nn.map_variables(init=True) in apply: ScopeCollectionNotFound names the scope '
-        "'/Map_variablesDense_0' where Flax names '/map_variables(Map_variablesDense_0)'",
-        _LIFTED_STAGES,
+        'ScopeCollectionNotFound inside nn.map_variables names the scope by its module path '
+        "('/c0/body/Map_variablesBatchNorm_0') where Flax names the lifted scopes "
+        "('/while_loop(c0)/remat(body)/map_variables(Map_variablesBatchNorm_0)')",
+        None,
         ('error-message',),
-        frozenset({'lift.map_variables', 'lift.map_variables.init_always=True'}),
-        ('apply_error_message_1',),
+        frozenset({'lift.map_variables'}),
+        ('apply_error_message_1', 'init_error_message_1'),
     ),
 )
 
