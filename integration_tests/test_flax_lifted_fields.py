@@ -168,3 +168,41 @@ def test_field_submodule_made_in_parent_setup_under_jit_as_flax():
     y = jit_setup_field_program(linen_nn).apply(lv, x)
     p = lv['params']['block']['sub']
     np.testing.assert_allclose(y, x @ p['kernel'] + p['bias'][None], rtol=1e-6)
+
+
+def mapped_field_program(nn):
+    class Block(nn.Module):
+        sub: nn.Module
+
+        def __call__(self, x):
+            return self.sub(x)
+
+    class Parent(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            mapped = nn.map_variables(
+                Block,
+                'params',
+                trans_in_fn=lambda vs: jax.tree_util.tree_map(lambda a: a * 0.5, vs),
+                trans_out_fn=lambda vs: vs,
+                init=self.is_initializing(),
+            )
+            return mapped(sub=nn.Dense(3))(x)
+
+    return Parent()
+
+
+def test_field_submodule_made_in_a_compact_parent_goes_through_map_variables_as_flax():
+    """The field's Dense (a child of the parent) is lifted into the mapped scope, so
+    ``trans_in_fn`` sees its variables (Flax's multi-scope lifting)."""
+    x = jnp.linspace(-1.0, 1.0, 6, dtype=jnp.float32).reshape(2, 3)
+    out = []
+    for nn in (flax_nn, linen_nn):
+        model = mapped_field_program(nn)
+        variables = model.init(jax.random.key(0), x)
+        out.append((dict(variables), model.apply(variables, x)))
+    (fv, fy), (lv, ly) = out
+    assert_same(lv, fv)
+    np.testing.assert_array_equal(np.asarray(ly), np.asarray(fy))
+    p = lv['params']['Dense_0']
+    np.testing.assert_allclose(ly, x @ (0.5 * p['kernel']) + 0.5 * p['bias'][None], rtol=1e-6)

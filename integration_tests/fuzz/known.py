@@ -104,15 +104,6 @@ KNOWN: tuple[KnownFinding, ...] = (
         any_of=frozenset({'clone.setup', 'clone.compact'}),
     ),
     KnownFinding(
-        'F14',
-        'nn.map_variables of a Module whose dataclass field holds a submodule made in the '
-        "parent: Flax applies trans_in_fn to the field's variables, linen bypasses it",
-        None,
-        ('values', 'values-ulp'),
-        frozenset({'children.field', 'lift.map_variables'}),
-        ('init_values_1',),
-    ),
-    KnownFinding(
         'F16',
         'ScopeCollectionNotFound inside nn.map_variables names the scope by its module path '
         "('/c0/body/Map_variablesBatchNorm_0') where Flax names the lifted scopes "

@@ -137,3 +137,29 @@ def test_map_variables_init_true_sees_only_the_mapped_collections_made_mutable()
     np.testing.assert_allclose(y, want, rtol=1e-6)
     with pytest.raises(errors.ScopeCollectionNotFound, match='"kernel" from collection "params"'):
         doubled.apply(variables, x, mutable=['batch_stats'])
+
+
+def test_map_variables_lifts_a_field_submodule_made_by_the_caller():
+    class Holder(nn.Module):
+        sub: nn.Module
+
+        def __call__(self, x):
+            return self.sub(x)
+
+    class Parent(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            tripled = nn.map_variables(
+                Holder,
+                'params',
+                trans_in_fn=lambda v: jax.tree_util.tree_map(lambda a: 3 * a, v),
+                init=self.is_initializing(),
+            )
+            return tripled(sub=nn.Dense(2))(x)
+
+    x = jnp.array([[1.0, -1.0, 0.5]])
+    variables = Parent().init(jax.random.key(0), x)
+    p = variables['params']['Dense_0']
+    np.testing.assert_allclose(
+        Parent().apply(variables, x), x @ (3 * p['kernel']) + 3 * p['bias'][None], rtol=1e-6
+    )

@@ -437,7 +437,7 @@ def map_variables(
             body, mapped_collections, trans_in_fn, trans_out_fn, init, mutable
         )
 
-    return lift('Map_variables', target, make, methods)
+    return lift('Map_variables', target, make, methods, multi_scope=True)
 
 
 def fold_rngs(target: Any, variables: Any = True, rngs: Any = True) -> Any:
