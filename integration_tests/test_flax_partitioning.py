@@ -473,3 +473,60 @@ def test_pytree_param_with_axes_under_rules_and_mesh_shards_as_flax():
     # every array of such a tree to P(None, None): the names are not mapped per array.)
     ours = constraints(linen_nn, linen_partitioning)
     assert sorted(ours) == sorted(["P('data', 'model')", "P('data', None)", "P(None, 'model')"])
+
+
+def _user_box_program(nn, struct, axis_metadata):
+    # A metadata box of the user's own, spelled as Flax documents it: a PyTreeNode
+    # and an AxisMetadata, whose add/remove_axis reduce and broadcast under nn.vmap.
+    class MeanBox(struct.PyTreeNode, axis_metadata):
+        value: jax.Array
+
+        def unbox(self):
+            return self.value
+
+        def replace_boxed(self, val):
+            return self.replace(value=val)
+
+        def add_axis(self, index, params):
+            return self.replace(value=jnp.mean(self.value, axis=index))
+
+        def remove_axis(self, index, params):
+            shape = list(self.value.shape)
+            shape.insert(index, params['axis_size'])
+            return self.replace(value=jnp.broadcast_to(self.value, shape))
+
+    class Inner(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            v = self.variable('aux', 'v', lambda: MeanBox(jnp.arange(3.0)))
+            return x + v.value
+
+    class Outer(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            mapped = nn.vmap(
+                Inner,
+                variable_axes={'aux': 0},
+                metadata_params={'axis_size': x.shape[0]},
+            )
+            return mapped(name='mapped')(x)
+
+    x = jnp.ones((2, 3))
+    variables = Outer().init(jax.random.key(0), x)
+    out = Outer().apply(variables, x)
+    box = variables['aux']['mapped']['v']
+    return type(box).__name__, np.asarray(box.value), np.asarray(out)
+
+
+def test_user_metadata_box_written_as_in_flax():
+    from flax import struct as flax_struct
+    from flax.core import meta as flax_meta
+
+    from linen.core import meta as linen_meta
+    from linen.core import struct as linen_struct
+
+    theirs = _user_box_program(flax_nn, flax_struct, flax_meta.AxisMetadata)
+    ours = _user_box_program(linen_nn, linen_struct, linen_meta.AxisMetadata)
+    assert ours[0] == theirs[0] == 'MeanBox'
+    np.testing.assert_array_equal(ours[1], theirs[1])
+    np.testing.assert_array_equal(ours[2], theirs[2])

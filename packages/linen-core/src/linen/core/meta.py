@@ -58,12 +58,21 @@ __all__ = [
 PARTITION_NAME = 'partition_name'
 
 
-class AxisMetadata(struct.PyTreeNode, abc.ABC):
+class AxisMetadata(abc.ABC):
     """Abstract box carrying metadata about the axes of the value it wraps.
 
     Subclasses are struct dataclasses: declare the value as a pytree field and the
-    metadata with ``struct.field(pytree_node=False)``.
+    metadata with ``struct.field(pytree_node=False)``. Flax's spelling,
+    ``class Box(struct.PyTreeNode, AxisMetadata)``, works too: the base is not itself
+    a ``PyTreeNode``, so the two bases order as in Flax.
     """
+
+    def __init_subclass__(cls, **kwargs):
+        # A subclass that does not bring PyTreeNode (whose own hook makes the
+        # dataclass) becomes a struct dataclass here, as it always has in linen.
+        super().__init_subclass__()
+        if not issubclass(cls, struct.PyTreeNode):
+            struct.dataclass(cls, **kwargs)
 
     @abc.abstractmethod
     def unbox(self) -> Any:
