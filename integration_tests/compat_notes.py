@@ -24,10 +24,11 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
             'profiling-label state change (not per instance: N instances of a class compile '
             'once, each keeping its own label). Modules and Variables as arguments are '
             'lifted, as in Flax. `setup` runs as in Flax on apply (twice per call outside '
-            'the compiled function, once per trace); on init once more per call that draws '
-            'random numbers: the compiled function takes its rng path hashes as inputs (what '
-            'lets N instances compile once and keeps the parameters), and an abstract trace '
-            'first learns which ones it needs.',
+            'the compiled function, once per trace); on init one abstract trace per call '
+            'first learns which rng path hashes the compiled function takes as inputs (what '
+            'lets N instances compile once and keeps the parameters), so a trace counter '
+            'inside the body reads one more on init than in Flax (2 for N equal instances, '
+            'where Flax counts 1).',
         ),
         'remat': (
             'differs',
@@ -44,7 +45,11 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
             'differs',
             'a body writing a collection no scan rule covers raises `ScanCollectionError` '
             '(Flax drops the write). As in Flax: Modules passed as arguments or fields are '
-            "lifted; keyword arguments are dropped with Flax's `RuntimeWarning`.",
+            "lifted; keyword arguments are dropped with Flax's `RuntimeWarning`. Where Flax "
+            "asserts, linen's error is an `AssertionError` too and names the fix: "
+            '`ScanCarryCreationError` (also a `TypeError`) for a body creating a '
+            '`variable_carry` collection, `ScanBroadcastAxisError` for '
+            '`variable_axes={...: nn.broadcast}` (use `variable_broadcast`).',
         ),
         **{
             n: (
@@ -82,7 +87,8 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
         'override_named_call': ('differs', 'same as `enable_named_call`.'),
         'intercept_methods': (
             'supported',
-            "fires on unbound modules too; context is Flax's `InterceptorContext`.",
+            "fires on unbound modules and on a module's lazy `setup` "
+            "(`method_name == 'setup'`), as in Flax; context is Flax's `InterceptorContext`.",
         ),
         'tabulate': ('supported', 'provided by linen-profiling.'),
     },
