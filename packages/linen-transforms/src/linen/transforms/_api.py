@@ -167,7 +167,7 @@ def checkpoint(
     call_argnums = tuple(sorted(set(call_argnums) | set(static_call_argnums)))
 
     def make(body):
-        return _remat.checkpoint(body, prevent_cse, call_argnums, policy, concrete)
+        return _remat.checkpoint_over_scopes(body, prevent_cse, call_argnums, policy, concrete)
 
     # a bad target fails here first
     lifted = lift('Checkpoint', target, make, methods, multi_scope=True)

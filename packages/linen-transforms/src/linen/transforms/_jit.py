@@ -1,4 +1,4 @@
-"""Lifted ``jit``.
+"""The lifted-``jit`` engine (``jit_over_scopes``) under ``nn.jit`` and ``_reuse``.
 
 The compiled function is cached on what decides the trace: the structure of
 the scope (path, rng stream paths and counters, mutability, flags), the
@@ -125,7 +125,7 @@ class _TableRngStream:
         return jax.random.fold_in(self.key, self.table.lookup(self.stream, items))
 
 
-def jit(
+def jit_over_scopes(
     fn: Callable,
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),

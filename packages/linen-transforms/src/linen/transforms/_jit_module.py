@@ -1,7 +1,7 @@
 """``nn.jit`` over Module classes and methods: the class cache and what keys a trace.
 
 The surface (``_api.jit``) hands the target here; the scope-level lift is
-``_jit.jit``. A jitted class is made once per (class, methods, options) and kept,
+``_jit.jit_over_scopes``. A jitted class is made once per (class, methods, options) and kept,
 so ``nn.jit(Dense)(...)`` inside a compact method, run on every call, finds the
 same compiled functions.
 """
@@ -145,7 +145,7 @@ def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dic
         y = runner(clone, compact, *args, **kwargs)
         return _check_returns(y, method_name)
 
-    jitted = _jit.jit(body, **options)
+    jitted = _jit.jit_over_scopes(body, **options)
     # What the wrappers see as the method (the dispatcher's inner function).
     method = getattr(orig, 'inner_fun', orig)
     unbound_jitted: list = []

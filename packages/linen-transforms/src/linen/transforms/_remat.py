@@ -1,4 +1,4 @@
-"""Lifted ``remat`` (``checkpoint``) and ``remat_scan``."""
+"""The lifted-``checkpoint`` engine (``checkpoint_over_scopes``) under ``nn.remat``, and ``remat_scan``."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def check_static_argnums(call_argnums: Sequence[int], method: Callable) -> None:
         )
 
 
-def checkpoint(
+def checkpoint_over_scopes(
     fn: Callable,
     prevent_cse: bool = True,
     static_argnums: int | Sequence[int] = (),
@@ -128,9 +128,6 @@ def checkpoint(
     return wrapper
 
 
-remat = checkpoint
-
-
 def remat_scan(
     body_fn: Callable,
     lengths: Sequence[int],
@@ -156,7 +153,7 @@ def remat_scan(
     fn = step
     for length in reversed(tuple(lengths)):
         fn = _scan.scan(
-            _carry_only(checkpoint(fn, policy=policy)),
+            _carry_only(checkpoint_over_scopes(fn, policy=policy)),
             variable_axes,
             variable_broadcast,
             variable_carry,

@@ -254,9 +254,9 @@ def _reuse(session: _Session, next_fn, args: tuple, kwargs: dict, context) -> An
     if key in session.refused or not _streams_allow_reuse(scope):
         return next_fn(*args, **kwargs)
     if session.jitted is None:
-        from linen.transforms._jit import jit
+        from linen.transforms._jit import jit_over_scopes
 
-        session.jitted = jit(_body, module_key=_module_key)
+        session.jitted = jit_over_scopes(_body, module_key=_module_key)
     jitted = session.jitted
     extra = (key, module, context.method, context.method_name, compact, treedef, statics, positions)
     try:
