@@ -145,54 +145,76 @@ def jit_over_scopes(
         static_argnames = (static_argnames,)
     if isinstance(donate_argnums, int):
         donate_argnums = (donate_argnums,)
-    counters_after: dict[_Static, dict] = {}
-    # cache key without the hash index -> the (stream, items) a trace needs
-    needed: dict[Any, tuple] = {}
+    return _ScopeJit(
+        fn, static_argnums, static_argnames, donate_argnums, device, backend, module_key
+    ).call
 
-    def run(static: _Static, variables, keys, hashes, dynamic, dyn_kwargs):
+
+class _ScopeJit:
+    """One ``jit_over_scopes``: its options, its compiled function and what it learnt.
+
+    ``counters_after`` maps a cache entry to the rng counters after its trace;
+    ``needed`` maps a cache key (without the hash index) to the (stream, items)
+    path hashes a trace of it needs.
+    """
+
+    __slots__ = (
+        'fn',
+        'static_argnums',
+        'static_argnames',
+        'module_key',
+        'compiled',
+        'counters_after',
+        'needed',
+    )
+
+    def __init__(
+        self,
+        fn: Callable,
+        static_argnums: Sequence[int],
+        static_argnames: Sequence[str],
+        donate_argnums: Sequence[int],
+        device: Any,
+        backend: str | None,
+        module_key: Callable | None,
+    ):
+        self.fn = fn
+        self.static_argnums = static_argnums
+        self.static_argnames = static_argnames
+        self.module_key = module_key
+        self.counters_after: dict[_Static, dict] = {}
+        self.needed: dict[Any, tuple] = {}
+        # Donated positions count the caller's arguments; they live inside `dynamic`.
+        self.compiled = jax.jit(
+            self.run,
+            static_argnums=(0,),
+            donate_argnums=(4,) if donate_argnums else (),
+            device=device,
+            backend=backend,
+        )
+
+    def run(self, static: _Static, variables, keys, hashes, dynamic, dyn_kwargs):
+        """The traced function: ``fn`` on detached scopes whose streams hash through a table.
+
+        A discovering trace (no index yet) records the path hashes it needs in the
+        payload; a real one records the rng counters it ends with.
+        """
         p = static.payload
         counters = _pack.copy_counters(p['counters'])
         table = _HashTable(p['index'], hashes)
-        inner = tuple(
-            detached_scope(
-                name=name,
-                path=path,
-                variables=v,
-                mutable=mutable,
-                rngs={n: _TableRngStream(k, n, (), table, slot) for n, k in ks.items()},
-                rng_counters=c,
-                flags=flags,
-            )
-            for slot, (name, path, v, mutable, ks, c, flags) in enumerate(
-                zip(p['name'], p['path'], variables, p['mutable'], keys, counters, p['flags'])
-            )
-        )
+        inner = _inner_scopes(p, variables, keys, counters, table)
         args = merge_static(dynamic, p['static_args'])
         arg = inner if p['multi'] else inner[0]
-        y = fn(p['extra'], arg, *args, **dyn_kwargs, **p['static_kwargs'])
+        y = self.fn(p['extra'], arg, *args, **dyn_kwargs, **p['static_kwargs'])
         if p['index'] is None:
             p['seen'] = tuple(table.seen)
         else:
-            counters_after[static] = counters
+            self.counters_after[static] = counters
         return y, tuple(_pack.inner_mutated(s, ())[0] for s in inner)
 
-    # Donated positions count the caller's arguments; they live inside `dynamic`.
-    compiled = jax.jit(
-        run,
-        static_argnums=(0,),
-        donate_argnums=(4,) if donate_argnums else (),
-        device=device,
-        backend=backend,
-    )
-
-    def _call(base, payload, seen, templates, variables, keys, dynamic, kwargs):
-        payload['index'] = {item: i for i, item in enumerate(seen)}
-        hashes = _path_hashes(seen, templates)
-        static = _Static(base, payload)
-        y, mutated = compiled(static, variables, keys, hashes, dynamic, kwargs)
-        return y, mutated, static
-
-    def wrapper(extra, scope_or_scopes, *args, **kwargs):
+    def call(self, extra, scope_or_scopes, *args, **kwargs):
+        """The lifted function: split the call into traced and static parts, run the
+        compiled function, and hand its rng counters and variables back to the scopes."""
         from linen.module.dispatch import active_wrappers
 
         # A tuple (or list) of scopes is lifted together (Module arguments, as in Flax).
@@ -202,81 +224,127 @@ def jit_over_scopes(
         keys_templates = [_pack.rng_keys(s) for s in scopes]
         keys = tuple(k for k, _ in keys_templates)
         templates = [t for _, t in keys_templates]
-        dynamic, static_args = split_static(args, static_argnums)
-        static_kwargs = {k: kwargs.pop(k) for k in static_argnames if k in kwargs}
+        dynamic, static_args = split_static(args, self.static_argnums)
+        static_kwargs = {k: kwargs.pop(k) for k in self.static_argnames if k in kwargs}
         wrappers = active_wrappers()
         extra_key, extra_obj = (
-            module_key(extra, bool(wrappers)) if module_key is not None else (None, extra)
+            self.module_key(extra, bool(wrappers)) if self.module_key is not None else (None, extra)
         )
-        counters = tuple(s.rng_counters for s in scopes)
-        payload = {
-            'extra': extra_obj,
-            'multi': multi,
-            'path': tuple(s.path for s in scopes),
-            'name': tuple(s.name for s in scopes),
-            'counters': counters,
-            'mutable': tuple(s.mutable for s in scopes),
-            'flags': tuple(dict(s.flags) for s in scopes),
-            'static_args': static_args,
-            'static_kwargs': static_kwargs,
-            'index': None,
-        }
-        base = (
-            extra_key,
-            multi,
-            tuple(len(s.path) for s in scopes),
-            tuple(tuple(sorted(k)) for k in keys),
-            _hashable(counters),
-            _hashable(payload['mutable']),
-            _hashable(payload['flags']),
-            _hashable(static_args),
-            _hashable(static_kwargs),
-            wrappers,
+        payload = _payload(extra_obj, multi, scopes, static_args, static_kwargs)
+        base = _cache_key(extra_key, payload, scopes, keys, wrappers)
+        y, mutated, static = self._call_learning_hashes(
+            base, payload, scopes, templates, variables, keys, dynamic, kwargs
         )
-        if any(s.reservations for s in scopes):
-            # A method lifted from a compact method sees the names given out so far
-            # (`_module_lift`): they decide the names inside.
-            base += (tuple(frozenset(s.reservations) for s in scopes),)
-        try:
-            hash(base)
-        except TypeError:
-            # Unhashable module fields or static arguments: trace every call.
-            base = (id(payload),)
-        seen = needed.get(base)
-        try:
-            if seen is None and any(s.flags.get('initializing') for s in scopes):
-                # Init draws random numbers: learn which at once (no aborted trace).
-                raise _HashesNeeded
-            # First call: assume the function draws no random numbers (apply
-            # usually doesn't), so a single trace suffices.
-            y, mutated, static = _call(
-                base, payload, seen or (), templates, variables, keys, dynamic, kwargs
-            )
-        except _HashesNeeded:
-            # It does: learn by an abstract trace which path hashes it needs.
-            payload['index'] = None
-            jax.eval_shape(
-                lambda v, k, d, kw: run(_Static(('discover',) + base, payload), v, k, None, d, kw),
-                variables,
-                keys,
-                dynamic,
-                kwargs,
-            )
-            seen = payload.pop('seen')
-            y, mutated, static = _call(
-                base, payload, seen, templates, variables, keys, dynamic, kwargs
-            )
-        needed[base] = seen or ()
-        after = counters_after.get(static)
+        after = self.counters_after.get(static)
         if after is not None:
-            for c, a in zip(counters, after):
+            for c, a in zip(payload['counters'], after):
                 c.clear()
                 c.update(_pack.copy_counters(a))
         for s, m in zip(scopes, mutated):
             _pack.write_back(s, (m,))
         return y
 
-    return wrapper
+    def _call_learning_hashes(
+        self, base, payload, scopes, templates, variables, keys, dynamic, kwargs
+    ):
+        """Call the compiled function, first learning which path hashes it needs if unknown.
+
+        Returns ``(y, mutated variables, the cache entry)``.
+        """
+        seen = self.needed.get(base)
+        try:
+            if seen is None and any(s.flags.get('initializing') for s in scopes):
+                # Init draws random numbers: learn which at once (no aborted trace).
+                raise _HashesNeeded
+            # First call: assume the function draws no random numbers (apply
+            # usually doesn't), so a single trace suffices.
+            result = self._call(
+                base, payload, seen or (), templates, variables, keys, dynamic, kwargs
+            )
+        except _HashesNeeded:
+            # It does: learn by an abstract trace which path hashes it needs.
+            payload['index'] = None
+            jax.eval_shape(
+                lambda v, k, d, kw: self.run(
+                    _Static(('discover',) + base, payload), v, k, None, d, kw
+                ),
+                variables,
+                keys,
+                dynamic,
+                kwargs,
+            )
+            seen = payload.pop('seen')
+            result = self._call(base, payload, seen, templates, variables, keys, dynamic, kwargs)
+        self.needed[base] = seen or ()
+        return result
+
+    def _call(self, base, payload, seen, templates, variables, keys, dynamic, kwargs):
+        """Call the compiled function with the hashes of ``seen`` for the caller's streams."""
+        payload['index'] = {item: i for i, item in enumerate(seen)}
+        hashes = _path_hashes(seen, templates)
+        static = _Static(base, payload)
+        y, mutated = self.compiled(static, variables, keys, hashes, dynamic, kwargs)
+        return y, mutated, static
+
+
+def _inner_scopes(p: dict, variables, keys, counters, table: _HashTable) -> tuple:
+    """The detached scopes ``fn`` sees inside the trace, one per lifted scope."""
+    return tuple(
+        detached_scope(
+            name=name,
+            path=path,
+            variables=v,
+            mutable=mutable,
+            rngs={n: _TableRngStream(k, n, (), table, slot) for n, k in ks.items()},
+            rng_counters=c,
+            flags=flags,
+        )
+        for slot, (name, path, v, mutable, ks, c, flags) in enumerate(
+            zip(p['name'], p['path'], variables, p['mutable'], keys, counters, p['flags'])
+        )
+    )
+
+
+def _payload(extra_obj, multi: bool, scopes: tuple, static_args, static_kwargs) -> dict:
+    """What the trace reads besides its traced arguments (not part of the cache key)."""
+    return {
+        'extra': extra_obj,
+        'multi': multi,
+        'path': tuple(s.path for s in scopes),
+        'name': tuple(s.name for s in scopes),
+        'counters': tuple(s.rng_counters for s in scopes),
+        'mutable': tuple(s.mutable for s in scopes),
+        'flags': tuple(dict(s.flags) for s in scopes),
+        'static_args': static_args,
+        'static_kwargs': static_kwargs,
+        'index': None,
+    }
+
+
+def _cache_key(extra_key, payload: dict, scopes: tuple, keys: tuple, wrappers) -> tuple:
+    """What decides a trace (the path hashes aside): one compiled function per value."""
+    base = (
+        extra_key,
+        payload['multi'],
+        tuple(len(s.path) for s in scopes),
+        tuple(tuple(sorted(k)) for k in keys),
+        _hashable(payload['counters']),
+        _hashable(payload['mutable']),
+        _hashable(payload['flags']),
+        _hashable(payload['static_args']),
+        _hashable(payload['static_kwargs']),
+        wrappers,
+    )
+    if any(s.reservations for s in scopes):
+        # A method lifted from a compact method sees the names given out so far
+        # (`_module_lift`): they decide the names inside.
+        base += (tuple(frozenset(s.reservations) for s in scopes),)
+    try:
+        hash(base)
+    except TypeError:
+        # Unhashable module fields or static arguments: trace every call.
+        base = (id(payload),)
+    return base
 
 
 def _path_hashes(seen: tuple, templates: list) -> Any:
