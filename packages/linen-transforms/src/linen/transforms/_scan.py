@@ -106,39 +106,114 @@ def scan(
     ``check_constancy_invariants=False`` skips the run before the loop (Flax's
     meaning): broadcast collections are not created, and nothing is checked.
     """
-    directions = SplitAxes(variable_axes or {})
-    split_rngs = dict(split_rngs or {})
-    in_axis_values = tuple(directions.inputs.values())
-    axis_values = tuple(directions.outputs.values())
-    # Group order: broadcast, carry, each axis filter, the rest (broadcast too).
-    # Collections marked `Out` are grouped on the way in only to be left out.
-    n_in_axes = len(directions.inputs)
-    n_out_axes = len(directions.outputs)
-    gather_filters = (
-        (variable_broadcast, variable_carry) + tuple(directions.inputs) + directions.out_only
-    )
-    filters = (variable_broadcast, variable_carry) + tuple(directions.outputs)
-    read_only = functools.reduce(union_filters, directions.in_only, False)
-    split_filter = [f for f, do in split_rngs.items() if do]
-    metadata_params = dict(metadata_params or {})
+    return _Scan(
+        fn,
+        variable_axes,
+        variable_broadcast,
+        variable_carry,
+        split_rngs,
+        in_axes,
+        out_axes,
+        length,
+        reverse,
+        unroll,
+        data_transform,
+        metadata_params,
+        check_constancy_invariants,
+    ).call
 
-    broadcast_axes = [f for f, ax in (variable_axes or {}).items() if ax is broadcast]
 
-    def wrapper(scope_or_scopes, carry, *xs, **kwargs):
-        if broadcast_axes:  # at the call, as Flax's assertion
-            raise ScanBroadcastAxisError(broadcast_axes)
+class _Inputs(NamedTuple):
+    """The lifted scopes' variables by scan rule and their rng keys, one entry per scope."""
+
+    bcast_vars: list  # dicts, filled in by the run before the loop at init
+    carry_vars: tuple
+    axis_vars: tuple  # per scope, one group per variable_axes filter, scanned axis first
+    rest_vars: list
+    split: list  # rng keys split across steps
+    fixed_keys: list  # rng keys every step shares
+    paths: list
+
+
+class _Scan:
+    """One lifted ``scan``: its options, resolved once, and ``call``, the lifted function."""
+
+    def __init__(
+        self,
+        fn: Callable,
+        variable_axes: Mapping[Filter, int] | None,
+        variable_broadcast: Filter,
+        variable_carry: Filter,
+        split_rngs: Mapping[Filter, bool] | None,
+        in_axes: Any,
+        out_axes: Any,
+        length: int | None,
+        reverse: bool,
+        unroll: int,
+        data_transform: Callable | None,
+        metadata_params: Mapping[Any, Any] | None,
+        check_constancy_invariants: bool,
+    ):
+        self.fn = fn
+        self.variable_broadcast = variable_broadcast
+        self.in_axes = in_axes
+        self.out_axes = out_axes
+        self.length = length
+        self.reverse = reverse
+        self.unroll = unroll
+        self.data_transform = data_transform
+        self.check_constancy_invariants = check_constancy_invariants
+        self.directions = directions = SplitAxes(variable_axes or {})
+        split_rngs = dict(split_rngs or {})
+        self.in_axis_values = tuple(directions.inputs.values())
+        self.axis_values = tuple(directions.outputs.values())
+        # Group order: broadcast, carry, each axis filter, the rest (broadcast too).
+        # Collections marked `Out` are grouped on the way in only to be left out.
+        self.n_in_axes = len(directions.inputs)
+        self.n_out_axes = len(directions.outputs)
+        self.gather_filters = (
+            (variable_broadcast, variable_carry) + tuple(directions.inputs) + directions.out_only
+        )
+        self.filters = (variable_broadcast, variable_carry) + tuple(directions.outputs)
+        self.read_only = functools.reduce(union_filters, directions.in_only, False)
+        self.split_filter = [f for f, do in split_rngs.items() if do]
+        self.metadata_params = dict(metadata_params or {})
+        self.broadcast_axes = [f for f, ax in (variable_axes or {}).items() if ax is broadcast]
+
+    def call(self, scope_or_scopes, carry, *xs, **kwargs):
+        """The lifted function: split the scopes' variables and rngs by rule, run the
+        body once before the loop, loop with ``lax.scan`` and write the results back."""
+        if self.broadcast_axes:  # at the call, as Flax's assertion
+            raise ScanBroadcastAxisError(self.broadcast_axes)
         kwargs = _pack.drop_kwargs('scan', kwargs)
         # A tuple (or list) of scopes is lifted together (Module arguments and fields,
         # as in Flax); each follows the same collection rules.
         multi = isinstance(scope_or_scopes, (tuple, list))
         scopes = tuple(scope_or_scopes) if multi else (scope_or_scopes,)
-        in_spec = _per_arg(in_axes, len(xs))
-        n = _scan_length(xs, in_spec, length)
+        in_spec = _per_arg(self.in_axes, len(xs))
+        n = _scan_length(xs, in_spec, self.length)
+        ins = self._split_scopes(scopes)
+        # Collections marked `In` are read-only inside.
+        mutable = [
+            subtract_filters(s.mutable, self.read_only) if self.directions.in_only else None
+            for s in scopes
+        ]
+        run_step = _step_runner(self.fn, scope_or_scopes, multi, scopes, ins, mutable, kwargs)
+        self._run_first_step(run_step, scopes, ins, carry, xs, in_spec)
+        carry_vars, carry, axis_out, ys = self._loop(run_step, ins, carry, xs, in_spec, n)
+        ys = _apply_out_axes(ys, self.out_axes)
+        self._write_back(scopes, ins.bcast_vars, carry_vars, axis_out)
+        return carry, ys
+
+    def _split_scopes(self, scopes: tuple) -> _Inputs:
+        """Each scope's variables grouped by rule (axis groups with their scanned axis
+        moved first and taken out of their metadata), and its rng keys, split or fixed."""
         bcast_vars, carry_vars, axis_vars, rest_vars = [], [], [], []
         split, fixed_keys, paths = [], [], []
         for scope in scopes:
             groups = Groups.of(
-                _pack.group_variables(_pack.gather_variables(scope), gather_filters), n_in_axes
+                _pack.group_variables(_pack.gather_variables(scope), self.gather_filters),
+                self.n_in_axes,
             )
             bcast_vars.append(dict(groups.broadcast))
             carry_vars.append(groups.carry)
@@ -148,93 +223,83 @@ def scan(
                     # Boxes are told about the axis even without metadata_params, so a
                     # Partitioned box raises PartitioningUnspecifiedError (as in Flax)
                     # instead of silently keeping names one short of its value's rank.
-                    _moveaxis_in(_pack.remove_axis(g, ax, metadata_params), ax)
-                    for g, ax in zip(groups.axes, in_axis_values)
+                    _moveaxis_in(_pack.remove_axis(g, ax, self.metadata_params), ax)
+                    for g, ax in zip(groups.axes, self.in_axis_values)
                 )
             )
             keys, scope_paths = _pack.rng_keys(scope)
-            sp = {k: v for k, v in keys.items() if any(in_filter(f, k) for f in split_filter)}
+            sp = {k: v for k, v in keys.items() if any(in_filter(f, k) for f in self.split_filter)}
             split.append(sp)
             fixed_keys.append({k: v for k, v in keys.items() if k not in sp})
             paths.append(scope_paths)
-        carry_vars = tuple(carry_vars)
-        axis_vars = tuple(axis_vars)
+        return _Inputs(
+            bcast_vars, tuple(carry_vars), tuple(axis_vars), rest_vars, split, fixed_keys, paths
+        )
 
-        # Collections marked `In` are read-only inside.
-        mutable = [
-            subtract_filters(s.mutable, read_only) if directions.in_only else None for s in scopes
-        ]
+    def _run_first_step(self, run_step, scopes: tuple, ins: _Inputs, carry, xs, in_spec):
+        """Run the body once before the loop, on the first step's inputs, unless
+        ``check_constancy_invariants`` is off.
 
-        def run_step(variables, step_keys, c, x_args):
-            inner = [
-                _pack.make_inner_scope(s, v, _pack.streams({**fk, **sk}, p), mutable=m)
-                for s, v, fk, sk, p, m in zip(
-                    scopes, variables, fixed_keys, step_keys, paths, mutable
-                )
-            ]
-            arg = type(scope_or_scopes)(inner) if multi else inner[0]
-            c, ys = fn(arg, c, *x_args, **kwargs)
-            return inner, c, ys
-
-        # The body runs once before the loop, on the first step's inputs: for real
-        # when broadcast collections must be created (init), so the loop can read
-        # them; abstractly otherwise. Either way its rng draws count, as in Flax:
-        # inside the loop a scope's first make_rng is its second.
+        For real when broadcast collections must be created (init), so the loop can
+        read them (they go into ``ins.bcast_vars``); abstractly otherwise. Either way
+        its rng draws count, as in Flax: inside the loop a scope's first make_rng is
+        its second. A step that writes a collection no rule names, or creates a carry
+        collection, is refused.
+        """
         first = tuple(
             x
             if ax is broadcast
             else jax.tree_util.tree_map(lambda a, ax=ax: jnp.take(a, 0, axis=ax), x)
             for x, ax in zip(xs, in_spec)
         )
-        variables = []
-        for b, c, r, axes in zip(bcast_vars, carry_vars, rest_vars, axis_vars):
-            v = {**b, **c, **r}
-            for g in axes:
-                v.update(jax.tree_util.tree_map(lambda a: a[0], g))
-            variables.append(v)
+        variables = _first_step_variables(ins)
         written: list[tuple[str, str]] = []
         created: list[tuple[str, str]] = []
 
         def first_step(v, c, f):
-            inner, c, ys = run_step(v, [dict(sp) for sp in split], c, f)
-            for scope, i, rest, cv in zip(scopes, inner, rest_vars, carry_vars):
-                out = Groups.of(_pack.inner_mutated(i, filters), n_out_axes)
-                written.extend(
-                    (scope.path_text, col)
-                    for col, tree in out.rest.items()
-                    if jax.tree_util.tree_structure(tree)
-                    != jax.tree_util.tree_structure(rest.get(col, {}))
-                )
-                created.extend(
-                    (scope.path_text, col)
-                    for col, tree in out.carry.items()
-                    if jax.tree_util.tree_structure(tree)
-                    != jax.tree_util.tree_structure(cv.get(col, {}))
-                )
+            inner, c, ys = run_step(v, [dict(sp) for sp in ins.split], c, f)
+            for scope, i, rest, cv in zip(scopes, inner, ins.rest_vars, ins.carry_vars):
+                out = Groups.of(_pack.inner_mutated(i, self.filters), self.n_out_axes)
+                written.extend((scope.path_text, col) for col in _restructured(out.rest, rest))
+                created.extend((scope.path_text, col) for col in _restructured(out.carry, cv))
             return inner, c, ys
 
         init_bcast = [
-            any(in_filter(s.mutable, c) for c in _broadcast_cols(variable_broadcast))
+            any(in_filter(s.mutable, c) for c in _broadcast_cols(self.variable_broadcast))
             for s in scopes
         ]
-        if check_constancy_invariants and any(init_bcast):
+        if self.check_constancy_invariants and any(init_bcast):
             inner, _, _ = first_step(variables, carry, first)
-            for b, i in zip(bcast_vars, inner):
-                b.update(_pack.inner_mutated(i, (variable_broadcast,))[0])
-        elif check_constancy_invariants:
+            for b, i in zip(ins.bcast_vars, inner):
+                b.update(_pack.inner_mutated(i, (self.variable_broadcast,))[0])
+        elif self.check_constancy_invariants:
             _probe_abstractly(first_step, variables, carry, first, in_spec)
-        if written:
-            path = written[0][0]
-            raise ScanCollectionError(sorted({col for p, col in written if p == path}), path)
-        if created:
-            path = created[0][0]
-            raise ScanCarryCreationError(sorted({col for p, col in created if p == path}), path)
+        _refuse_misplaced(written, created)
 
-        step_keys = tuple({k: jax.random.split(v, n) for k, v in sp.items()} for sp in split)
+    def _loop(self, run_step, ins: _Inputs, carry, xs, in_spec, n: int):
+        """The ``lax.scan`` over ``n`` steps.
+
+        Returns ``(carry collections, carry, axis collections, ys)`` as the loop ends.
+        """
+        step_keys = tuple({k: jax.random.split(v, n) for k, v in sp.items()} for sp in ins.split)
         scanned_xs = tuple(
             None if ax is broadcast else _moveaxis_in(x, ax) for x, ax in zip(xs, in_spec)
         )
         bcast_xs = tuple(x if ax is broadcast else None for x, ax in zip(xs, in_spec))
+        (carry_vars, carry), (axis_out, ys) = lax.scan(
+            self._body(run_step, ins, bcast_xs),
+            (ins.carry_vars, carry),
+            (ins.axis_vars, step_keys, scanned_xs),
+            length=n,
+            reverse=self.reverse,
+            unroll=self.unroll,
+        )
+        return carry_vars, carry, axis_out, ys
+
+    def _body(self, run_step, ins: _Inputs, bcast_xs: tuple) -> Callable:
+        """The loop body: one step's variables and keys in, its carry and slices out."""
+        bcast_vars, rest_vars = ins.bcast_vars, ins.rest_vars
+        data_transform, filters, n_out_axes = self.data_transform, self.filters, self.n_out_axes
 
         def body(state, step):
             carry_vars, c = state
@@ -256,25 +321,68 @@ def scan(
             new_axis = tuple(out.axes for out in outs)
             return (new_carry_vars, c), (new_axis, ys)
 
-        (carry_vars, carry), (axis_out, ys) = lax.scan(
-            body,
-            (carry_vars, carry),
-            (axis_vars, step_keys, scanned_xs),
-            length=n,
-            reverse=reverse,
-            unroll=unroll,
-        )
-        ys = _apply_out_axes(ys, out_axes)
+        return body
+
+    def _write_back(self, scopes: tuple, bcast_vars: list, carry_vars: tuple, axis_out: tuple):
+        """Hand each scope the broadcast collections it may change, the final carry
+        collections, and the axis collections stacked along their axis."""
         for scope, b, cv, axes in zip(scopes, bcast_vars, carry_vars, axis_out):
             axes = tuple(
-                _pack.add_axis(_moveaxis_out(g, ax), ax, metadata_params)
-                for g, ax in zip(axes, axis_values)
+                _pack.add_axis(_moveaxis_out(g, ax), ax, self.metadata_params)
+                for g, ax in zip(axes, self.axis_values)
             )
             groups_out = ({c: v for c, v in b.items() if in_filter(scope.mutable, c)}, cv)
             _pack.write_back(scope, groups_out + axes)
-        return carry, ys
 
-    return wrapper
+
+def _step_runner(
+    fn: Callable, scope_or_scopes, multi: bool, scopes: tuple, ins: _Inputs, mutable: list, kwargs
+) -> Callable:
+    """``run_step(variables, step_keys, carry, x_args) -> (inner scopes, carry, ys)``:
+    ``fn`` on scopes made from one step's variables and split keys."""
+    fixed_keys, paths = ins.fixed_keys, ins.paths
+
+    def run_step(variables, step_keys, c, x_args):
+        inner = [
+            _pack.make_inner_scope(s, v, _pack.streams({**fk, **sk}, p), mutable=m)
+            for s, v, fk, sk, p, m in zip(scopes, variables, fixed_keys, step_keys, paths, mutable)
+        ]
+        arg = type(scope_or_scopes)(inner) if multi else inner[0]
+        c, ys = fn(arg, c, *x_args, **kwargs)
+        return inner, c, ys
+
+    return run_step
+
+
+def _first_step_variables(ins: _Inputs) -> list:
+    """Each scope's variables for the first step: every group, axis groups at index 0."""
+    variables = []
+    for b, c, r, axes in zip(ins.bcast_vars, ins.carry_vars, ins.rest_vars, ins.axis_vars):
+        v = {**b, **c, **r}
+        for g in axes:
+            v.update(jax.tree_util.tree_map(lambda a: a[0], g))
+        variables.append(v)
+    return variables
+
+
+def _refuse_misplaced(written: list, created: list) -> None:
+    """Raise for the first scope whose step wrote a collection no rule names
+    (``written``) or created a carry collection (``created``): (path, collection) pairs."""
+    if written:
+        path = written[0][0]
+        raise ScanCollectionError(sorted({col for p, col in written if p == path}), path)
+    if created:
+        path = created[0][0]
+        raise ScanCarryCreationError(sorted({col for p, col in created if p == path}), path)
+
+
+def _restructured(out: dict, before: dict) -> list:
+    """The collections of ``out`` whose tree structure differs from ``before``'s."""
+    return [
+        col
+        for col, tree in out.items()
+        if jax.tree_util.tree_structure(tree) != jax.tree_util.tree_structure(before.get(col, {}))
+    ]
 
 
 def _probe_abstractly(first_step: Callable, variables, carry, first: tuple, in_spec: tuple):
