@@ -28,6 +28,7 @@ from linen.layers._explicit import (
 )
 from linen.layers._linear import DenseGeneral
 from linen.layers._normalization import LayerNorm
+from linen.layers._types import shape_of
 from linen.layers.errors import AttentionInputsConflictError as AttentionInputsConflictError
 from linen.layers.errors import AttentionInputShapeError as AttentionInputShapeError
 from linen.layers.errors import AttentionMaskShapeError as AttentionMaskShapeError
@@ -74,25 +75,23 @@ def _broadcasts_to(shape, target) -> bool:
 
 
 def _check_qk(where, query, key):
-    if query.ndim != key.ndim:
+    qs, ks = shape_of(query), shape_of(key)
+    if len(qs) == len(ks) and len(qs) >= 3 and qs[:-3] == ks[:-3] and qs[-2:] == ks[-2:]:
+        return  # (every call: the checks below, in one line)
+    if len(qs) != len(ks):
         raise AttentionInputShapeError(
             where,
-            f'query has rank {query.ndim} ({query.shape}) but key has rank '
-            f'{key.ndim} ({key.shape})',
+            f'query has rank {len(qs)} ({qs}) but key has rank {len(ks)} ({ks})',
         )
-    if query.ndim < 3:
+    if len(qs) < 3:
+        raise AttentionInputShapeError(where, f'query has shape {qs}, rank {len(qs)} < 3')
+    if qs[:-3] != ks[:-3]:
         raise AttentionInputShapeError(
-            where, f'query has shape {query.shape}, rank {query.ndim} < 3'
+            where, f'query batch dims {qs[:-3]} differ from key batch dims {ks[:-3]}'
         )
-    if query.shape[:-3] != key.shape[:-3]:
-        raise AttentionInputShapeError(
-            where,
-            f'query batch dims {query.shape[:-3]} differ from key batch dims {key.shape[:-3]}',
-        )
-    if query.shape[-2] != key.shape[-2] or query.shape[-1] != key.shape[-1]:
-        raise AttentionInputShapeError(
-            where, f"query (heads, depth) {query.shape[-2:]} differ from key's {key.shape[-2:]}"
-        )
+    raise AttentionInputShapeError(
+        where, f"query (heads, depth) {qs[-2:]} differ from key's {ks[-2:]}"
+    )
 
 
 def _qk_logits(query, key, precision, einsum_dot_general, einsum):
@@ -214,7 +213,7 @@ def dot_product_attention_weights(
             'Please specify only one of them.',
         )
     # A host-side constant: jnp.sqrt here would run an eager device op on every trace.
-    query = query / np.sqrt(query.shape[-1]).astype(dtype)
+    query = query / np.sqrt(shape_of(query)[-1]).astype(dtype)
     logits = _qk_logits(query, key, precision, einsum_dot_general, einsum)
     if bias is not None:
         if not _broadcasts_to(jnp.shape(bias), logits.shape):
@@ -300,7 +299,8 @@ def dot_product_attention(
             'attn_weights_value_einsum are mutually exclusive. Please specify only one of them.',
         )
     (query, key, value), dtype = _promote(query, key, value, dtype=dtype)
-    if key.ndim != value.ndim or key.shape[:-1] != value.shape[:-1]:
+    ks, vs = shape_of(key), shape_of(value)
+    if len(ks) != len(vs) or ks[:-1] != vs[:-1]:
         where = _where(module) if module is not None else 'dot_product_attention'
         raise AttentionInputShapeError(
             where,

@@ -99,19 +99,24 @@ def _common_array_dtype(args: tuple) -> Any:
         # (a Tracer first: the check against jax.Array is ten times slower for one)
         if not (isinstance(x, _Tracer) or isinstance(x, jax.Array)):
             return None
+        try:
+            dtype = x.aval.dtype  # the type: a slot on tracers, no property calls
+        except AttributeError:
+            dtype = x.dtype
         if common is None:
-            common = x.dtype
-        elif x.dtype != common:
+            common = dtype
+        elif dtype != common:
             return None
     if common is None:
         return None
-    inexact = _INEXACT.get(common)
-    if inexact is None:
+    try:
+        inexact = _INEXACT[common]
+    except KeyError:
         inexact = _INEXACT[common] = bool(jnp.issubdtype(common, jnp.inexact))
     if not inexact:
         return None
     # Parameters come last and are strongly typed: usually one check.
     for x in reversed(args):
-        if x is not None and not (x.aval if isinstance(x, _Tracer) else x).weak_type:
+        if x is not None and not getattr(x, 'aval', x).weak_type:
             return common
     return None

@@ -47,21 +47,14 @@ def explicit_mesh(*operands: Any) -> Any:
     """The (abstract) mesh of the first operand typed with ``Explicit`` axes, or ``None``."""
     if _EXPLICIT is None:
         return None
-    # Every layer call asks this of its operands: keep it to attribute reads and one
-    # dict lookup per operand (a mesh's answer is cached; meshes are few and immutable).
+    # Every layer call asks this of its operands: attribute reads and one dict
+    # lookup per operand, no calls. A JAX value's type is its ``aval`` (a slot on
+    # tracers, cached on arrays: what ``jax.typeof`` returns, without its handler
+    # dispatch); a mesh's answer is cached (meshes are few and immutable).
     for x in operands:
-        if x is None:
-            continue
-        if isinstance(x, _Tracer):
-            sharding = getattr(jax.typeof(x), 'sharding', None)
-        else:
-            # A concrete array's own sharding is cheap to read (its type is built on
-            # each ask); explicit axes only ever come with a NamedSharding.
-            if not isinstance(getattr(x, 'sharding', None), NamedSharding):
-                continue
-            sharding = _sharding(x)
-        mesh = getattr(sharding, 'mesh', None)
-        if mesh is None:
+        try:
+            mesh = x.aval.sharding.mesh
+        except AttributeError:  # None, NumPy values, Python scalars: no mesh
             continue
         try:
             explicit = _MESH_IS_EXPLICIT[mesh]

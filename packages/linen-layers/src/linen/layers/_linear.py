@@ -107,7 +107,11 @@ def _dense_bias_add(y, bias):
     if bias is None:
         return y
     if isinstance(y, _Tracer) or isinstance(bias, _Tracer):
-        return y + _with_rank(bias, y.ndim)
+        try:  # the types' shapes: attribute reads, where .ndim is four calls a read
+            shape, missing = bias.aval.shape, len(y.aval.shape) - len(bias.aval.shape)
+        except AttributeError:  # a custom promote_dtype may hand back a NumPy bias
+            return y + _with_rank(bias, y.ndim)
+        return y + (bias if missing <= 0 else lax.reshape(bias, (1,) * missing + shape))
     return _compiled_bias_add(y, bias)
 
 
@@ -150,7 +154,10 @@ class Dense(Module):
 
     @compact
     def __call__(self, inputs: Array) -> Array:
-        shape = inputs.shape if isinstance(inputs, (_Tracer, jax.Array)) else jnp.shape(inputs)
+        try:
+            shape = inputs.aval.shape  # the type's shape: a slot read on a tracer
+        except AttributeError:  # NumPy arrays, nested lists
+            shape = jnp.shape(inputs)
         if not shape:
             raise LayerInputRankError(
                 describe_layer(self), '>= 1', (), 'Give the features on the last axis.'
@@ -259,7 +266,10 @@ class DenseGeneral(Module):
     def __call__(self, inputs: Array) -> Array:
         # The shapes and dimension numbers depend only on the fields and the input's
         # shape: worked out (and checked) once, then one dict lookup per call.
-        shape = inputs.shape if isinstance(inputs, (_Tracer, jax.Array)) else jnp.shape(inputs)
+        try:
+            shape = inputs.aval.shape  # the type's shape: a slot read on a tracer
+        except AttributeError:  # NumPy arrays, nested lists
+            shape = jnp.shape(inputs)
         try:
             key = (
                 self.features,

@@ -25,6 +25,7 @@ from jax import lax
 
 from linen.layers import initializers
 from linen.layers._dtypes import canonicalize_dtype
+from linen.layers._types import dtype_of, shape_of
 from linen.layers.errors import InvalidFeatureAxesError as InvalidFeatureAxesError
 from linen.layers.errors import InvalidGroupsError as InvalidGroupsError
 from linen.layers.errors import InvalidMaskShapeError as InvalidMaskShapeError
@@ -65,13 +66,51 @@ def _layer_where(module: Module) -> str:
 # --------------------------------------------------------------------------- helpers
 
 
+# (axes as given, rank) -> canonical axes; and (shape, reduction axes, feature axes)
+# -> the shapes _normalize reshapes to. Every norm layer call needs both, and a
+# model has few distinct shapes: one dict lookup instead of a dozen generator steps.
+_AXES: dict[tuple, tuple[int, ...]] = {}
+_NORM_SHAPES: dict[tuple, tuple] = {}
+_CACHE_LIMIT = 1024
+
+
 def _canonicalize_axes(module: Module, what: str, axes: Axes, shape, fix: str) -> tuple[int, ...]:
     """Axes as sorted, distinct, non-negative ints; out-of-range axes are an error."""
+    try:
+        return _AXES[axes, len(shape)]
+    except (KeyError, TypeError):  # not seen yet, or a list of axes
+        pass
     ndim = len(shape)
-    axes = (axes,) if isinstance(axes, int) else tuple(axes)
-    if any(not -ndim <= ax < ndim for ax in axes):
-        raise InvalidFeatureAxesError(_layer_where(module), what, axes, shape, fix)
-    return tuple(sorted({ax % ndim for ax in axes}))
+    given = (axes,) if isinstance(axes, int) else tuple(axes)
+    if any(not -ndim <= ax < ndim for ax in given):
+        raise InvalidFeatureAxesError(_layer_where(module), what, given, shape, fix)
+    canonical = tuple(sorted({ax % ndim for ax in given}))
+    if type(axes) is int or type(axes) is tuple:
+        if len(_AXES) >= _CACHE_LIMIT:
+            _AXES.clear()
+        _AXES[axes, ndim] = canonical
+    return canonical
+
+
+def _norm_shapes(shape: tuple, reduction_axes: tuple, feature_axes: tuple) -> tuple:
+    """``(stats shape, feature shape, param shape)`` of a norm over ``shape``."""
+    key = (shape, reduction_axes, feature_axes)
+    try:
+        return _NORM_SHAPES[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable (symbolic) dimension
+        key = None
+    shapes = (
+        tuple(1 if ax in reduction_axes else d for ax, d in enumerate(shape)),
+        tuple(d if ax in feature_axes else 1 for ax, d in enumerate(shape)),
+        tuple(shape[ax] for ax in feature_axes),
+    )
+    if key is not None:
+        if len(_NORM_SHAPES) >= _CACHE_LIMIT:
+            _NORM_SHAPES.clear()
+        _NORM_SHAPES[key] = shapes
+    return shapes
 
 
 def _check_mask(module: Module, mask, x: Array):
@@ -102,7 +141,7 @@ def _widened(dtype: Any) -> Any:
 
 def _abs_sq(x: Array) -> Array:
     """``|x|**2``, real for complex ``x``."""
-    dtype = getattr(x, 'dtype', None)
+    dtype = dtype_of(x)
     is_complex = _COMPLEX.get(dtype) if dtype is not None else None
     if is_complex is None:
         is_complex = bool(jnp.iscomplexobj(x))
@@ -129,12 +168,13 @@ def _compute_stats(
     Across devices the per-device means are averaged (not count-weighted under a
     mask), as Flax does, so the statistics match its numerics.
     """
+    x_dtype = dtype_of(x)
     if dtype is None:
-        dtype = x.dtype
+        dtype = x_dtype
     if force_float32_reductions:
         # Low-precision sums lose too much; widen to at least float32.
         dtype = _widened(dtype)
-    if x.dtype != dtype:
+    if x_dtype != dtype:
         x = x.astype(dtype)
 
     def mean(*values):
@@ -173,10 +213,9 @@ def _normalize(
     subtract_mean: bool = True,
 ) -> Array:
     """``(x - mean) * rsqrt(var + epsilon) * scale + bias``, params created in Flax's order."""
-    shape = tuple(x.shape)
-    stats_shape = tuple(1 if ax in reduction_axes else d for ax, d in enumerate(shape))
-    feature_shape = tuple(d if ax in feature_axes else 1 for ax, d in enumerate(shape))
-    param_shape = tuple(shape[ax] for ax in feature_axes)
+    stats_shape, feature_shape, param_shape = _norm_shapes(
+        shape_of(x), reduction_axes, feature_axes
+    )
 
     # (lax.reshape: the equations `.reshape` makes, without its argument handling)
     mul = lax.rsqrt(lax.reshape(var, stats_shape) + epsilon)
@@ -192,7 +231,7 @@ def _normalize(
         args.append(bias)
         y = y + lax.reshape(bias, feature_shape)
     dtype = canonicalize_dtype(*args, dtype=dtype)
-    return y if y.dtype == dtype else y.astype(dtype)
+    return y if dtype_of(y) == dtype else y.astype(dtype)
 
 
 _FEATURE_AXES_FIX = 'Pass axes within [-rank, rank) of the input, e.g. -1 for the last axis.'
@@ -250,11 +289,12 @@ class LayerNorm(Module):
     def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
         """Normalizes ``x``; ``mask`` (broadcastable to ``x``) selects what counts in the stats."""
         mask = _check_mask(self, mask, x)
+        shape = shape_of(x)
         reduction_axes = _canonicalize_axes(
-            self, 'reduction_axes', self.reduction_axes, x.shape, _FEATURE_AXES_FIX
+            self, 'reduction_axes', self.reduction_axes, shape, _FEATURE_AXES_FIX
         )
         feature_axes = _canonicalize_axes(
-            self, 'feature_axes', self.feature_axes, x.shape, _FEATURE_AXES_FIX
+            self, 'feature_axes', self.feature_axes, shape, _FEATURE_AXES_FIX
         )
         mean, var = _compute_stats(
             x, reduction_axes, self.dtype, self.axis_name, self.axis_index_groups,
@@ -308,11 +348,12 @@ class RMSNorm(Module):
     def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
         """Normalizes ``x`` by its root mean square over ``reduction_axes``."""
         mask = _check_mask(self, mask, x)
+        shape = shape_of(x)
         reduction_axes = _canonicalize_axes(
-            self, 'reduction_axes', self.reduction_axes, x.shape, _FEATURE_AXES_FIX
+            self, 'reduction_axes', self.reduction_axes, shape, _FEATURE_AXES_FIX
         )
         feature_axes = _canonicalize_axes(
-            self, 'feature_axes', self.feature_axes, x.shape, _FEATURE_AXES_FIX
+            self, 'feature_axes', self.feature_axes, shape, _FEATURE_AXES_FIX
         )
         mean, var = _compute_stats(
             x, reduction_axes, self.dtype, self.axis_name, self.axis_index_groups,
