@@ -22,8 +22,6 @@ from linen.layers._attention import MultiHeadAttention as MultiHeadAttention
 from linen.layers._attention import MultiHeadDotProductAttention as MultiHeadDotProductAttention
 from linen.layers._attention import SelfAttention as SelfAttention
 from linen.layers._attention import combine_masks as combine_masks
-from linen.layers._attention import dot_product_attention as dot_product_attention
-from linen.layers._attention import dot_product_attention_weights as dot_product_attention_weights
 from linen.layers._attention import make_attention_mask as make_attention_mask
 from linen.layers._attention import make_causal_mask as make_causal_mask
 from linen.layers._batch_apply import BatchApply as BatchApply
@@ -31,6 +29,8 @@ from linen.layers._combinators import Sequential as Sequential
 from linen.layers._conv import Conv as Conv
 from linen.layers._conv import ConvLocal as ConvLocal
 from linen.layers._conv import ConvTranspose as ConvTranspose
+from linen.layers._dot_product import dot_product_attention as dot_product_attention
+from linen.layers._dot_product import dot_product_attention_weights as dot_product_attention_weights
 from linen.layers._fp8 import Fp8DirectDotGeneralOp as Fp8DirectDotGeneralOp
 from linen.layers._fp8 import Fp8DotGeneral as Fp8DotGeneral
 from linen.layers._fp8 import Fp8DotGeneralOp as Fp8DotGeneralOp

@@ -54,9 +54,8 @@ NAMES = NameTable(
         '._norm_wrappers': ('SpectralNorm', 'WeightNorm'),
         '._stochastic': ('Dropout',),
         '._pooling': ('pool', 'avg_pool', 'max_pool', 'min_pool'),
+        '._dot_product': ('dot_product_attention_weights', 'dot_product_attention'),
         '._attention': (
-            'dot_product_attention_weights',
-            'dot_product_attention',
             'MultiHeadDotProductAttention',
             'MultiHeadAttention',
             'SelfAttention',
