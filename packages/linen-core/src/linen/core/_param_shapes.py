@@ -77,9 +77,12 @@ def _init_shapes(init_fn: Callable, init_args: tuple, init_kwargs: dict) -> tupl
     kwargs_key = tuple(init_kwargs.items()) if init_kwargs else ()
     try:
         cache_key = (init_fn, init_args, kwargs_key)
-        shapes = _SHAPE_CACHE.get(cache_key)
-        if shapes is not None:
-            return shapes
+        return _SHAPE_CACHE[cache_key]
+    except KeyError:
+        pass
+    except TypeError:
+        cache_key = None
+    try:
         structural = (_structural_key(init_fn), init_args, kwargs_key)
         shapes = _SHAPE_CACHE.get(structural)
     except TypeError:
@@ -108,9 +111,9 @@ def check_param_shape(scope, name, value, init_fn, init_args, init_kwargs, boxed
     one, expected = _init_shapes(init_fn, init_args, init_kwargs)
     if one is not None and not boxed:
         try:
-            shape = value.shape
+            shape = value.aval.shape  # a JAX value's type: a slot read, no property call
         except AttributeError:
-            shape = None
+            shape = getattr(value, 'shape', None)
         if shape is not None:
             if tuple(shape) != one:
                 raise errors.ScopeParamShapeError(name, scope.path_text, shape, one)

@@ -187,7 +187,7 @@ class Scope:
         keys are used as given. Internally the first argument is the state shared
         by all scopes of one binding.
         """
-        if not isinstance(variables, _Root):
+        if type(variables) is not _Root:  # (_Root has no subclasses)
             variables, rngs, flags = _root_from_flax_arguments(
                 variables, rngs, mutable, path, flags
             )
@@ -343,7 +343,7 @@ class Scope:
         **partial_kwargs)`` is :meth:`child`: ``fn`` bound to a new child scope
         (a spelling linen accepts besides Flax's ``child``).
         """
-        if args and callable(args[0]):
+        if args and type(args[0]) is not str and callable(args[0]):
             return self.child(*args, **kwargs)
         return self._push_scope(*args, **kwargs)
 
@@ -544,10 +544,15 @@ class Scope:
             self.reserve(name, 'params')
         else:
             reservations[name] = {'params'}
-        d = self._cols.get('params')
-        if d is None:
+        # (subscripts, not .get: on apply the collection and the value are there)
+        try:
+            d = self._cols['params']
+        except KeyError:
             d = self._collection('params')
-        value = d.get(name, _ABSENT) if d is not None else _ABSENT
+        try:
+            value = d[name]
+        except (KeyError, TypeError):  # absent (d None: no params at all)
+            value = _ABSENT
         if value is _ABSENT:
             if not self.is_mutable_collection('params'):
                 if self.is_collection_empty('params'):
@@ -567,10 +572,12 @@ class Scope:
             self.put_variable('params', name, value)
             boxed = _is_boxed(value)
         else:
-            boxed = _BOXED_TYPES.get(type(value))
-            if boxed is None:
+            try:
+                boxed = _BOXED_TYPES[type(value)]
+            except KeyError:
                 boxed = _is_boxed(value)
-            if self.flags.get('shape_check', True):
+            flags = self.flags
+            if 'shape_check' not in flags or flags['shape_check']:
                 check_param_shape(self, name, value, init_fn, init_args, init_kwargs, boxed)
         if unbox and boxed:
             value = _unbox(value, self, 'params', name)
@@ -665,14 +672,16 @@ def _thaw(x: Any) -> Any:
 
 
 def _check_variables(variables: Any) -> None:
-    if not isinstance(variables, Mapping):
+    # (type tests first: a dict needs no trip through the Mapping ABC, on every apply)
+    if type(variables) is not dict and not isinstance(variables, Mapping):
         raise errors.ApplyScopeInvalidVariablesTypeError(variables)
     for col, v in variables.items():
-        if not isinstance(v, Mapping):
+        if type(v) is not dict and not isinstance(v, Mapping):
             raise errors.ApplyScopeInvalidVariablesTypeError(variables, col)
-    params = variables.get('params')
-    if params is not None and 'params' in params:
-        raise errors.ApplyScopeInvalidVariablesStructureError(variables)
+    if 'params' in variables:
+        params = variables['params']
+        if params is not None and 'params' in params:
+            raise errors.ApplyScopeInvalidVariablesStructureError(variables)
 
 
 def bind(
@@ -683,12 +692,19 @@ def bind(
 ) -> Scope:
     """A root scope over ``variables``; mutable collections are copied, never mutated in place."""
     _check_variables(variables)
-    streams = {k: RngStream(v) for k, v in check_rngs(rngs, 'apply').items()}
-    own = {col: (_thaw(v) if in_filter(mutable, col) else v) for col, v in variables.items()}
+    if rngs is None:
+        streams = {}
+    else:
+        streams = {k: RngStream(v) for k, v in check_rngs(rngs, 'apply').items()}
+    if mutable is False:  # (apply's default: nothing is copied)
+        own = dict(variables)
+    else:
+        own = {col: (_thaw(v) if in_filter(mutable, col) else v) for col, v in variables.items()}
     flags = dict(flags or {})
     # Read the global flag once per binding, not per parameter: config.update
     # then takes effect on the next init/apply.
-    flags.setdefault('shape_check', config.linen_shape_check)
+    if 'shape_check' not in flags:
+        flags['shape_check'] = config.linen_shape_check
     return Scope(_Root(own, mutable), rngs=streams, flags=flags)
 
 

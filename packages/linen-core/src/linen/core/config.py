@@ -158,6 +158,10 @@ class Config:
         return name
 
     def __getattr__(self, name: str) -> Any:
+        try:  # a canonical name: one lookup (every init and apply reads a flag)
+            return self.__dict__['_values'][name]
+        except KeyError:
+            pass
         if name.startswith('_'):
             raise AttributeError(name)
         try:

@@ -7,8 +7,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from linen.layers._explicit import _Tracer
-
 __all__ = ['canonicalize_dtype', 'promote_dtype']
 
 
@@ -96,13 +94,12 @@ def _common_array_dtype(args: tuple) -> Any:
     for x in args:
         if x is None:
             continue
-        # (a Tracer first: the check against jax.Array is ten times slower for one)
-        if not (isinstance(x, _Tracer) or isinstance(x, jax.Array)):
-            return None
+        # JAX values (tracers and arrays), and only they, have a type: an attribute
+        # read (a slot on tracers), no isinstance tests and no property calls.
         try:
-            dtype = x.aval.dtype  # the type: a slot on tracers, no property calls
-        except AttributeError:
-            dtype = x.dtype
+            dtype = x.aval.dtype
+        except AttributeError:  # a NumPy array, a Python scalar
+            return None
         if common is None:
             common = dtype
         elif dtype != common:
@@ -117,6 +114,6 @@ def _common_array_dtype(args: tuple) -> Any:
         return None
     # Parameters come last and are strongly typed: usually one check.
     for x in reversed(args):
-        if x is not None and not getattr(x, 'aval', x).weak_type:
+        if x is not None and not x.aval.weak_type:
             return common
     return None

@@ -326,8 +326,9 @@ class Module(_DataclassLike):
             d['parent'] = parent
         if parent is None:
             return
-        if not isinstance(parent, Module):
-            if isinstance(parent, Scope):
+        # (a root scope first: every init and apply binds one, and Scope has no subclass)
+        if type(parent) is Scope or not isinstance(parent, Module):
+            if type(parent) is Scope or isinstance(parent, Scope):
                 d['scope'] = parent
                 getter = type(self)._field_getter
                 if getter is not None and not _NON_HOLDERS.issuperset(map(type, getter(d))):
@@ -680,7 +681,8 @@ class Module(_DataclassLike):
                     attrs[key] = _map_submodules(value, clone_once)
                     if isinstance(value, list):
                         attrs[key] = list(attrs[key])
-        attrs.update(updates)
+        if updates:
+            attrs.update(updates)
         return type(self)(parent=parent, **attrs)
 
     def copy(self, *, parent: Any = _UNSPECIFIED, name: str | None = None, **updates: Any):
