@@ -8,7 +8,7 @@ from typing import Any
 
 import jax
 
-from linen.core import Scope, in_filter, subtract_filters, union_filters
+from linen.core import Scope, in_filter, intersect_filters, union_filters
 from linen.core.lifting import Filter
 from linen.transforms import _pack
 from linen.transforms._axis_markers import SplitAxes
@@ -45,8 +45,9 @@ def vmap(
 ) -> Callable:
     """``jax.vmap`` of ``fn(scope, *args)``; collections map over ``variable_axes``.
 
-    Collections that no filter in ``variable_axes`` names are broadcast (axis
-    None). Rng streams matched by a ``split_rngs`` filter set to True get a
+    As in Flax, only the collections a filter of ``variable_axes`` names enter
+    the transform: the others are neither visible nor writable inside (a ``sow``
+    there records nothing, a variable there is missing). Rng streams matched by a ``split_rngs`` filter set to True get a
     different key per slice (the stream's root key is split, its path kept).
     """
     directions = SplitAxes(variable_axes)
@@ -57,7 +58,8 @@ def vmap(
     in_axes_of_groups += (None,) * len(directions.out_only) + (None,)
     filters = tuple(directions.outputs)
     var_axes = tuple(directions.outputs.values()) + (None,)
-    read_only = functools.reduce(union_filters, directions.in_only, False)
+    # What the body may write: the collections lifted as output (not `In`, not unnamed).
+    writable = functools.reduce(union_filters, directions.outputs, False)
     split_filter = [f for f, do in split_rngs.items() if do]
     metadata_params = dict(metadata_params or {})
     if isinstance(in_axes, list):
@@ -77,7 +79,7 @@ def vmap(
             all_groups.append(
                 tuple(
                     {}
-                    if i in out_only_groups
+                    if i in out_only_groups or i == len(in_filters)  # Out, and unnamed
                     else _pack.remove_axis(g, ax, metadata_params)
                     if ax is not None
                     else g
@@ -108,9 +110,7 @@ def vmap(
                         scope,
                         variables,
                         _pack.streams({**bcast, **split_keys}, paths),
-                        mutable=subtract_filters(scope.mutable, read_only)
-                        if directions.in_only
-                        else None,
+                        mutable=intersect_filters(scope.mutable, writable),
                     )
                 )
             if multi:
