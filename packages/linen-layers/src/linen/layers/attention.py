@@ -11,10 +11,12 @@ from linen.layers._attention import MultiHeadAttention as MultiHeadAttention
 from linen.layers._attention import MultiHeadDotProductAttention as MultiHeadDotProductAttention
 from linen.layers._attention import SelfAttention as SelfAttention
 from linen.layers._attention import combine_masks as combine_masks
-from linen.layers._attention import dot_product_attention as dot_product_attention
-from linen.layers._attention import dot_product_attention_weights as dot_product_attention_weights
 from linen.layers._attention import make_attention_mask as make_attention_mask
 from linen.layers._attention import make_causal_mask as make_causal_mask
+from linen.layers._dot_product import dot_product_attention as dot_product_attention
+from linen.layers._dot_product import (
+    dot_product_attention_weights as dot_product_attention_weights,
+)
 from linen.layers._dtypes import promote_dtype as promote_dtype
 
 __all__ = [
