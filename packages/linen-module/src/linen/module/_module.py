@@ -213,8 +213,11 @@ def _adopt_field_submodules(module: Module, d: dict) -> None:
     """
     holders = _HOLDER_TYPES
     non_holders = _NON_HOLDERS
-    for field_name in type(module)._field_names:
-        value = d.get(field_name)
+    cls = type(module)
+    names, getter = cls._field_names, cls._field_getter
+    # (the values in one C call; a single field's getter returns it twice)
+    values = getter(d) if len(names) > 1 else (d[names[0]],) if names else ()
+    for field_name, value in zip(names, values):
         kind = type(value)
         if kind in non_holders:
             continue
