@@ -26,9 +26,15 @@ from linen.core import DenyList, Scope, Variable, errors, union_filters
 from linen.core import bind as core_bind
 from linen.core import init as core_init
 from linen.core import lazy_init as core_lazy_init
-from linen.core.config import config
 from linen.core.lifting import Filter, binding_variables, thaw
-from linen.module import _capture
+from linen.module import _adoption, _capture
+from linen.module._adoption import (
+    NON_HOLDERS,
+    adopt_field_submodules,
+    map_submodules,
+    might_hold_modules,
+    register_submodules,
+)
 from linen.module._constructor import replace_frozen_init
 from linen.module._decorators import compact, compact_name_scope, nowrap
 from linen.module._descriptors import guard_descriptors
@@ -121,37 +127,6 @@ class _ParentField:
 _PARENT_FIELD = _ParentField()
 
 
-def _map_submodules(value: Any, fn: Callable[[str, Any], Any], suffix: str = '') -> Any:
-    """Apply ``fn(suffix, module)`` to every Module in lists, tuples and dicts of ``value``."""
-    if isinstance(value, Module):
-        return fn(suffix, value)
-    if isinstance(value, (list, tuple)) and not _is_namedtuple(value):
-        items = [_map_submodules(v, fn, f'{suffix}_{i}') for i, v in enumerate(value)]
-        return tuple(items)
-    if isinstance(value, Mapping) and not isinstance(value, Scope):
-        keys = list(value)
-        try:
-            # Visited in sorted key order, as JAX flattens a dict: of a module held
-            # under two keys, the first key in that order names it.
-            order = sorted(keys)
-        except TypeError:
-            order = keys
-        mapped = {k: _map_submodules(value[k], fn, f'{suffix}_{k}') for k in order}
-        return type(value)({k: mapped[k] for k in keys})  # type: ignore[call-arg]
-    return value
-
-
-def _contains_module(value: Any) -> bool:
-    """Whether ``value`` is, or nests in lists/tuples/dicts, a Module (no copies made)."""
-    if isinstance(value, Module):
-        return True
-    if isinstance(value, (list, tuple)):
-        return any(_contains_module(v) for v in value)
-    if isinstance(value, Mapping) and not isinstance(value, Scope):
-        return any(_contains_module(v) for v in value.values())
-    return False
-
-
 def _name_taken(parent: Module, pstate: ModuleState, name: str) -> bool:
     """Whether a new submodule of ``parent`` may not be called ``name``.
 
@@ -166,74 +141,8 @@ def _name_taken(parent: Module, pstate: ModuleState, name: str) -> bool:
     return not (pstate.in_compact_method and name in pstate.compact_children)
 
 
-def _is_namedtuple(x) -> bool:
-    return isinstance(x, tuple) and hasattr(x, '_fields')
-
-
-_HOLDER_TYPES: dict[type, bool] = {}
-# The types _HOLDER_TYPES maps to False (a set, for one C-level superset test).
-_NON_HOLDERS: set[type] = {int, float, bool, str, type(None), types.FunctionType}
 # class -> the function `apply` runs by default (its own or an inherited __call__)
 _CALL_METHODS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _might_hold_modules(value: Any) -> bool:
-    # Per type, once: the Mapping ABC check is slow and runs for every field of
-    # every module on every first call.
-    kind = type(value)
-    holds = _HOLDER_TYPES.get(kind)
-    if holds is None:
-        holds = _HOLDER_TYPES[kind] = isinstance(value, (Module, list, tuple, dict, Mapping))
-        if not holds:
-            _NON_HOLDERS.add(kind)
-    return holds
-
-
-# The key, in a binding's cache, of {id(original): (original, adopted clone)}.
-_ADOPTED = '_linen_module_adopted'
-
-
-def _adoption_cache(scope: Scope) -> dict[int, tuple[Module, Module]]:
-    # Kept with the binding, dropped with it: the clones hold its scopes (and so
-    # its variables, traced ones under a transform).
-    shared = scope.binding_cache
-    cache = shared.get(_ADOPTED)
-    if cache is None:
-        cache = shared[_ADOPTED] = {}
-    return cache
-
-
-def _adopt_field_submodules(module: Module, d: dict) -> None:
-    """Adopt the Modules held in ``module``'s fields, now that it has a scope.
-
-    Done when the module is bound, before any method runs (as in Flax), so the
-    order in which parents adopt a shared module does not depend on which method
-    runs first, and ``bound.field`` is the bound submodule. The field keeps its
-    original value in the state for ``clone``, which adopts it afresh.
-    """
-    holders = _HOLDER_TYPES
-    non_holders = _NON_HOLDERS
-    cls = type(module)
-    names, getter = cls._field_names, cls._field_getter
-    # (the values in one C call; a single field's getter returns it twice)
-    values = getter(d) if len(names) > 1 else (d[names[0]],) if names else ()
-    for field_name, value in zip(names, values):
-        kind = type(value)
-        if kind in non_holders:
-            continue
-        if (kind is tuple or kind is list) and non_holders.issuperset(map(type, value)):
-            continue  # axes, feature tuples: plain values, no Module inside
-        holds = holders.get(kind)
-        if holds is None:
-            holds = _might_hold_modules(value)
-        if holds and _contains_module(value):
-            adopted = module._register_submodules(field_name, value)
-            if adopted is not value:
-                state = d['_state']
-                if state.field_origins is None:
-                    state.field_origins = {}
-                state.field_origins[field_name] = value
-                d[field_name] = adopted
 
 
 if typing.TYPE_CHECKING:
@@ -334,8 +243,8 @@ class Module(_DataclassLike):
             if type(parent) is Scope or isinstance(parent, Scope):
                 d['scope'] = parent
                 getter = type(self)._field_getter
-                if getter is not None and not _NON_HOLDERS.issuperset(map(type, getter(d))):
-                    _adopt_field_submodules(self, d)
+                if getter is not None and not NON_HOLDERS.issuperset(map(type, getter(d))):
+                    adopt_field_submodules(self, d)
                 d['_state'].initialized = True
                 return
             raise errors.LinenError(
@@ -384,8 +293,8 @@ class Module(_DataclassLike):
         # One C-level pass over the field types when no field can hold a Module
         # (the usual case: a module made inline in a compact method, every call).
         getter = type(self)._field_getter
-        if getter is not None and not _NON_HOLDERS.issuperset(map(type, getter(d))):
-            _adopt_field_submodules(self, d)
+        if getter is not None and not NON_HOLDERS.issuperset(map(type, getter(d))):
+            adopt_field_submodules(self, d)
         d['_state'].initialized = True
 
     def __getstate__(self) -> dict[str, Any]:
@@ -409,8 +318,8 @@ class Module(_DataclassLike):
             raise errors.SetAttributeFrozenModuleError(type(self).__name__, name, value)
         if name in type(self)._field_names or name in ('parent', 'name'):
             raise errors.SetAttributeInModuleSetupError()
-        if _might_hold_modules(value):
-            value = self._register_submodules(name, value)
+        if might_hold_modules(value):
+            value = register_submodules(self, name, value)
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
@@ -472,45 +381,6 @@ class Module(_DataclassLike):
         finally:
             state.in_setup = False
             _stack.modules.pop()
-
-    def _register_submodules(self, name: str, value: Any) -> Any:
-        """Attach the Modules in ``value`` (an attribute or field called ``name``) to self.
-
-        A module made outside any module (``parent=None``) is cloned first, once per
-        binding: the same object handed to two parents is one submodule, owned by
-        the parent that adopts it first and shared by the other, as in Flax.
-        """
-        queue: list[Module] = []
-        cache = _adoption_cache(self.scope)
-        preserve = getattr(type(self), 'preserve_adopted_names', None)
-        if preserve is None:
-            preserve = config.linen_preserve_adopted_names
-
-        def adopt(suffix: str, module: Module) -> Module:
-            kept_name = None
-            if module.parent is None:
-                # Created outside any module: a clone belongs to this one. It is
-                # named after the attribute unless the preserve_adopted_names flag
-                # keeps a name it was given (config systems name modules so).
-                if preserve:
-                    kept_name = module.__dict__['name']
-                entry = cache.get(id(module))
-                if entry is None:
-                    # (the original is kept alive with its clone: its id stays unique)
-                    entry = cache[id(module)] = (module, module.clone(parent=None, name=None))
-                module = entry[1]
-            # Unnamed modules (made in some setup, not attached yet) belong to the
-            # module that holds them.
-            if module.__dict__['name'] is None:
-                module.__dict__['parent'] = self
-                module.__dict__['name'] = kept_name or f'{name}{suffix}'
-                queue.append(module)
-            return module
-
-        value = _map_submodules(value, adopt)
-        for module in queue:
-            module.__post_init__()
-        return value
 
     # -- variables -------------------------------------------------------------
 
@@ -662,7 +532,7 @@ class Module(_DataclassLike):
         if origins is not None:
             attrs.update(origins)
         attrs['name'] = None if _reset_names else d['name']
-        if _deep_clone is not False and not _NON_HOLDERS.issuperset(map(type, attrs.values())):
+        if _deep_clone is not False and not NON_HOLDERS.issuperset(map(type, attrs.values())):
             cache: dict = _deep_clone if isinstance(_deep_clone, dict) else {}
 
             def clone_once(_: str, m: Module) -> Module:
@@ -680,8 +550,8 @@ class Module(_DataclassLike):
                 return entry[1]
 
             for key, value in attrs.items():
-                if _might_hold_modules(value):
-                    attrs[key] = _map_submodules(value, clone_once)
+                if might_hold_modules(value):
+                    attrs[key] = map_submodules(value, clone_once)
                     if isinstance(value, list):
                         attrs[key] = list(attrs[key])
         if updates:
@@ -1000,6 +870,7 @@ def _guard_setup(setup: Callable) -> Callable:
 
 
 _BASE_NAMES = frozenset(k for k in Module.__dict__ if not k.startswith('__'))
+_adoption.Module = Module  # (see linen.module._adoption)
 
 
 class _NameScope(Module):
