@@ -69,7 +69,8 @@ def vmap(
 
     ``variable_axes={'params': 0}`` gives each slice its own parameters (stacked on
     axis 0); ``{'params': None}`` shares them. ``split_rngs={'params': True}`` gives
-    each slice a different key.
+    each slice a different key. As in Flax, a collection no entry names stays
+    outside: the body neither reads nor writes it (a ``sow`` there records nothing).
     """
 
     if isinstance(methods, Mapping):
