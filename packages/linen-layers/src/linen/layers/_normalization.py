@@ -25,6 +25,7 @@ from jax import lax
 
 from linen.layers import initializers
 from linen.layers._dtypes import canonicalize_dtype
+from linen.layers._staged import is_staged, staged
 from linen.layers._types import dtype_of, shape_of
 from linen.layers.errors import InvalidFeatureAxesError as InvalidFeatureAxesError
 from linen.layers.errors import InvalidGroupsError as InvalidGroupsError
@@ -196,6 +197,31 @@ def _compute_stats(
     return mu, var
 
 
+def _centered(x, mean, var, stats_shape: tuple, epsilon: float, subtract_mean: bool):
+    """``(rsqrt(var + epsilon), x - mean)``, the statistics reshaped to ``stats_shape``."""
+    # (lax.reshape: the equations `.reshape` makes, without its argument handling)
+    mul = lax.rsqrt(lax.reshape(var, stats_shape) + epsilon)
+    return mul, (x - lax.reshape(mean, stats_shape) if subtract_mean else x)
+
+
+def _scaled(y, mul, scale, feature_shape: tuple):
+    return y * (mul * lax.reshape(scale, feature_shape))
+
+
+def _shifted(y, bias, feature_shape: tuple):
+    return y + lax.reshape(bias, feature_shape)
+
+
+# Traced, each run of operations between two parameters is staged and inlined (the
+# parameters' initializers, on init, emit their equations in between, as in Flax).
+# Each input is used once in a run, so gradients accumulate as for the direct
+# operations (the statistics are not staged: x is used twice there, and the staged
+# transpose would sum its cotangents in another order).
+_centered_staged = staged(_centered, static_argnums=(3, 4, 5))
+_scaled_staged = staged(_scaled, static_argnums=3)
+_shifted_staged = staged(_shifted, static_argnums=2)
+
+
 def _normalize(
     module: Module,
     x: Array,
@@ -217,19 +243,22 @@ def _normalize(
         shape_of(x), reduction_axes, feature_axes
     )
 
-    # (lax.reshape: the equations `.reshape` makes, without its argument handling)
-    mul = lax.rsqrt(lax.reshape(var, stats_shape) + epsilon)
-    y = x - lax.reshape(mean, stats_shape) if subtract_mean else x
+    # Op by op unless staged anyway, as Flax's (a compiled run could round differently).
+    traced = is_staged(x)
+    mul, y = (_centered_staged if traced else _centered)(
+        x, mean, var, stats_shape, epsilon, subtract_mean
+    )
     args = [x]
     if use_scale:
         scale = module.param('scale', scale_init, param_shape, param_dtype)
         args.append(scale)
-        mul = mul * lax.reshape(scale, feature_shape)
-    y = y * mul
+        y = (_scaled_staged if traced else _scaled)(y, mul, scale, feature_shape)
+    else:
+        y = y * mul
     if use_bias:
         bias = module.param('bias', bias_init, param_shape, param_dtype)
         args.append(bias)
-        y = y + lax.reshape(bias, feature_shape)
+        y = (_shifted_staged if traced else _shifted)(y, bias, feature_shape)
     dtype = canonicalize_dtype(*args, dtype=dtype)
     return y if dtype_of(y) == dtype else y.astype(dtype)
 

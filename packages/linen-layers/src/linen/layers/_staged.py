@@ -1,0 +1,34 @@
+"""Runs of JAX operations a layer emits, staged once per input type and inlined.
+
+Traced, every ``jnp``/``lax`` call runs JAX's Python (argument checks, promotion,
+binding), on every call of the layer. A run of them written as one function and
+wrapped with :func:`staged` is traced once per input type; later calls insert its
+cached equations into the caller's program. The equations are those the direct
+calls emit (so the numbers and the compiled program are too), and so are their
+profiling labels: inlined equations take the caller's name stack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.interpreters.partial_eval as pe
+
+# JAX 0.12 names inlining at trace time `Inline.JAX_EARLY` (and `inline=True` now
+# means inlining at lowering); a JAX without the enum meant it by `inline=True`.
+INLINE_WHILE_TRACING = getattr(getattr(jax, 'Inline', None), 'JAX_EARLY', True)
+
+
+# The tracer of a trace that stages operations into a program (jit, make_jaxpr).
+STAGING_TRACER = getattr(pe, 'DynamicJaxprTracer', None)
+
+
+def is_staged(x) -> bool:
+    """Whether ``x`` is a value of a trace that stages its operations (not an eager one)."""
+    return STAGING_TRACER is not None and isinstance(x, STAGING_TRACER)
+
+
+def staged(fn: Callable, static_argnums: int | tuple[int, ...] = ()) -> Callable:
+    """``fn`` jitted and inlined into the program that traces it."""
+    return jax.jit(fn, static_argnums=static_argnums, inline=INLINE_WHILE_TRACING)
