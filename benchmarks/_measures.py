@@ -225,17 +225,32 @@ def measure_trace(bench: Bench, model: str, label: str, target: str, reps: int) 
     )
 
 
+def _eager_apply_once(bench: Bench, peer: str, model: str) -> None:
+    apply = bench.impls[peer][model].apply
+    jax.block_until_ready(apply(bench.params[peer][model], bench.inputs[model]))
+
+
 def measure_trace_calls(
-    bench: Bench, model: str, label: str, profile_dir: Path | None = None
+    bench: Bench,
+    model: str,
+    label: str,
+    profile_dir: Path | None = None,
+    eager: bool = False,
+    target: str = 'fewer is better',
 ) -> Row:
-    """Python function calls during one trace (cProfile): a noise-free companion."""
-    row = Row(f'pycalls_trace_{model}', label, 'fewer is better', 'calls', chart=True)
+    """Python function calls during one trace (cProfile): a noise-free companion.
+
+    ``eager``: during one eager ``apply`` instead (the eager-apply row's companion).
+    """
+    kind = 'eager' if eager else 'trace'
+    run = _eager_apply_once if eager else _trace_once
+    row = Row(f'pycalls_{kind}_{model}', label, target, 'calls', chart=True)
 
     def count(peer: str) -> float:
-        _trace_once(bench, peer, model)  # warm JAX's own caches first, as in the timing
+        run(bench, peer, model)  # warm JAX's own caches first, as in the timing
         prof = cProfile.Profile()
         prof.enable()
-        _trace_once(bench, peer, model)
+        run(bench, peer, model)
         prof.disable()
         stats = pstats.Stats(prof)
         if profile_dir is not None:
@@ -243,7 +258,7 @@ def measure_trace_calls(
             stats.stream = buf
             stats.sort_stats('tottime').print_stats(20)
             stats.sort_stats('cumulative').print_stats(20)
-            (profile_dir / f'trace_{model}_{peer}.txt').write_text(buf.getvalue())
+            (profile_dir / f'{kind}_{model}_{peer}.txt').write_text(buf.getvalue())
         return float(stats.total_calls)
 
     samples = _sample_peers(bench, model, count, 1)

@@ -126,14 +126,26 @@ def run(
         for model, label in (('mlp', mlp), ('transformer', tf)):
             rows.append(m.measure_trace(bench, model, f'trace, {label}', '≤ ×1.10', plan.fast_reps))
     if 'calls' in only:
-        step('python calls per trace')
-        rows.append(
-            m.measure_trace_calls(bench, 'mlp', f'Python calls per trace, {mlp}', profile_dir)
-        )
+        step('python calls per trace and per eager apply')
+        for model, label in (('mlp', mlp), ('transformer', tf)):
+            rows.append(
+                m.measure_trace_calls(
+                    bench,
+                    model,
+                    f'Python calls per trace, {label}',
+                    profile_dir,
+                    target='≤ ×1.05',
+                )  # fmt: skip
+            )
         rows.append(
             m.measure_trace_calls(
-                bench, 'transformer', f'Python calls per trace, {tf}', profile_dir
-            )
+                bench,
+                'tiny',
+                f'Python calls per eager apply, {tiny}',
+                profile_dir,
+                eager=True,
+                target='≤ ×1.25',
+            )  # fmt: skip
         )
     if 'init' in only:
         step('init')

@@ -23,6 +23,7 @@ EXPECTED_ROWS = (
     'trace_transformer',
     'pycalls_trace_mlp',
     'pycalls_trace_transformer',
+    'pycalls_eager_tiny',
     'init_eager_mlp',
     'init_eager_transformer',
     'init_trace_mlp',

@@ -169,7 +169,8 @@ def label_method_call(next_fn, args: tuple, kwargs: dict[str, Any], context) -> 
     if boundary is not None:
         return _labelled(name, next_fn, args, kwargs)
     labels = (*_stack.get(), name)
-    _emitted.add(labels)
+    if labels not in _emitted:  # (a set: a membership test is no call, an add is one)
+        _emitted.add(labels)
     token = _stack.set(labels)
     try:
         with jax.named_scope(name):
