@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 CLASS = 'apply/raises/layer.Dense+lift.map_variables+lift.map_variables.init_always=True+lift.vmap'
 STAGE = 'apply'
 KIND = 'raises'
-SOURCE = '''\
+SOURCE = """\
 # A generated Linen program (integration_tests/fuzz, seed g1, program 913).
 import jax
 import jax.numpy as jnp
@@ -46,7 +46,7 @@ Vmapped2 = nn.vmap(
 
 def make_model():
     return Vmapped2()
-'''
+"""
 
 if __name__ == '__main__':
     from integration_tests.fuzz.reproduce import main
