@@ -113,8 +113,10 @@ _inlined_reshaped_bias_add = staged(_reshaped_bias_add, static_argnums=2)
 def _dense_bias_add(y, bias):
     """``y + bias`` over ``y``'s trailing axis, as one compiled call when run eagerly.
 
-    Traced, the reshape and the add are inlined: the program is the one pure JAX
-    writes. Eagerly, the reshape alone would be a dispatch of its own, slower than
+    Traced, the two are staged once per shape and their equations inlined (see
+    ``_staged.py``): the program is the one pure JAX writes. Under any tracer, eager
+    vmap or grad included, the numbers are those of the direct operations: the
+    reshape is exact and the add is the only operation on values. Eagerly, the reshape alone would be a dispatch of its own, slower than
     the matmul it follows; one jitted call does both, with the same operations and
     so the same numbers (only the add touches the values).
     """
