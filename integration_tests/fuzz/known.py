@@ -118,7 +118,7 @@ KNOWN: tuple[KnownFinding, ...] = (
         'F19',
         "a warning raised while tracing under nn.jit (SelfAttention's DeprecationWarning) "
         "comes in the stages where linen's nn.jit traces, which need not be Flax's "
-        '(docs/differences.md, the `jit` row); seen once, not reproducible standalone',
+        '(docs/differences.md, the `jit` row); whether it shows depends on earlier traces',
         None,
         ('warnings',),
         frozenset({'lift.jit'}),
