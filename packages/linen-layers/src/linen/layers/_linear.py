@@ -32,6 +32,7 @@ from linen.layers._explicit import (
     match_trailing,
 )
 from linen.layers._staged import staged
+from linen.layers._types import shape_of
 from linen.layers.errors import (
     LayerArgumentError,
     LayerInputDtypeError,
@@ -166,10 +167,7 @@ class Dense(Module):
 
     @compact
     def __call__(self, inputs: Array) -> Array:
-        try:
-            shape = inputs.aval.shape  # the type's shape: a slot read on a tracer
-        except AttributeError:  # NumPy arrays, nested lists
-            shape = jnp.shape(inputs)
+        shape = shape_of(inputs)
         if not shape:
             raise LayerInputRankError(
                 describe_layer(self), '>= 1', (), 'Give the features on the last axis.'
@@ -278,10 +276,7 @@ class DenseGeneral(Module):
     def __call__(self, inputs: Array) -> Array:
         # The shapes and dimension numbers depend only on the fields and the input's
         # shape: worked out (and checked) once, then one dict lookup per call.
-        try:
-            shape = inputs.aval.shape  # the type's shape: a slot read on a tracer
-        except AttributeError:  # NumPy arrays, nested lists
-            shape = jnp.shape(inputs)
+        shape = shape_of(inputs)
         try:
             key = (
                 self.features,
