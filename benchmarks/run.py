@@ -217,7 +217,7 @@ def _per_call_rows(bench, plan, tiny):
             bench,
             'tiny',
             f'eager apply per call, {tiny}',
-            '≤ ×1.50',
+            '≤ ×1.30',
             plan.fast_reps,
             plan.eager_calls,
         ),

@@ -18,6 +18,7 @@ import numpy as np
 
 from linen.layers._dtypes import canonicalize_dtype, promote_dtype
 from linen.layers._explicit import contraction_out_sharding, explicit_mesh, inferable_operands
+from linen.layers._staged import is_staged, staged
 from linen.layers._types import shape_of
 from linen.layers.errors import (
     AttentionInputShapeError,
@@ -136,6 +137,42 @@ def _explicit_einsum(fn, lhs, rhs, lhs_tail, rhs_tail, out_tail) -> tuple:
     return lhs, rhs, ({} if out_sharding is None else {'out_sharding': out_sharding})
 
 
+def _weights_body(query, key, bias, mask, dtype, precision, force_fp32_for_softmax):
+    """Scaled logits, bias, mask and softmax: the operations of the default path, in order."""
+    query = query / np.sqrt(query.shape[-1]).astype(dtype)
+    logits = jnp.einsum('...qhd,...khd->...hqk', query, key, precision=precision)
+    if bias is not None:
+        logits = logits + bias
+    if mask is not None:
+        logits = jnp.where(mask, logits, jnp.finfo(dtype).min)
+    if force_fp32_for_softmax and dtype != jnp.float32:
+        return jax.nn.softmax(logits.astype(jnp.float32))
+    return jax.nn.softmax(logits).astype(dtype)
+
+
+def _weighted_sum_body(weights, value, precision):
+    return jnp.einsum('...hqk,...khd->...qhd', weights, value, precision=precision)
+
+
+# Under a staging trace the default path runs as two cached, inlined calls (see
+# ``_staged.py``): the equations of the direct calls, without re-parsing the einsums
+# and re-checking every operand on each layer call. Only there: under eager vmap or
+# grad a compiled run could round differently from the op-by-op one.
+_staged_weights = staged(_weights_body, static_argnums=(4, 5, 6))
+_staged_weighted_sum = staged(_weighted_sum_body, static_argnums=2)
+
+
+def _stageable(*arrays) -> bool:
+    """Whether the default path may run staged: a staging trace, no explicit mesh axes.
+    (Its precision is hashable: ``jnp.einsum`` takes it as a static argument too.)"""
+    return any(is_staged(a) for a in arrays) and explicit_mesh(*arrays) is None
+
+
+def _logits_shape(query, key) -> tuple:
+    qs, ks = shape_of(query), shape_of(key)
+    return qs[:-3] + (qs[-2], qs[-3], ks[-3])
+
+
 # ----------------------------------------------------------------------------- functions
 
 
@@ -198,6 +235,16 @@ def dot_product_attention_weights(
             flax_text='precision/einsum_dot_general and einsum are mutually exclusive. '
             'Please specify only one of them.',
         )
+    if einsum is None and einsum_dot_general is None and _stageable(query, key):
+        shape = _logits_shape(query, key)
+        if bias is not None and not _broadcasts_to(jnp.shape(bias), shape):
+            raise AttentionMaskShapeError(where, 'bias', jnp.shape(bias), shape)
+        if mask is not None and not _broadcasts_to(jnp.shape(mask), shape):
+            raise AttentionMaskShapeError(where, 'mask', jnp.shape(mask), shape)
+        weights = _staged_weights(query, key, bias, mask, dtype, precision, force_fp32_for_softmax)
+        return _sow_and_drop(
+            weights, module, key, deterministic, dropout_rate, broadcast_dropout, dropout_rng
+        )
     # A host-side constant: jnp.sqrt here would run an eager device op on every trace.
     query = query / np.sqrt(shape_of(query)[-1]).astype(dtype)
     logits = _qk_logits(query, key, precision, einsum_dot_general, einsum)
@@ -213,6 +260,15 @@ def dot_product_attention_weights(
         weights = jax.nn.softmax(logits.astype(jnp.float32))
     else:
         weights = jax.nn.softmax(logits).astype(dtype)
+    return _sow_and_drop(
+        weights, module, key, deterministic, dropout_rate, broadcast_dropout, dropout_rng
+    )
+
+
+def _sow_and_drop(
+    weights, module, key, deterministic, dropout_rate, broadcast_dropout, dropout_rng
+):
+    """The weights sown (as ``intermediates/attention_weights``) and dropped out."""
     if module is not None:
         module.sow('intermediates', 'attention_weights', weights)
     if not deterministic and dropout_rate > 0.0:
@@ -309,6 +365,12 @@ def dot_product_attention(
         einsum_dot_general=einsum_dot_general,
         einsum=qk_attn_weights_einsum,
     )
+    if (
+        attn_weights_value_einsum is None
+        and einsum_dot_general is None
+        and _stageable(weights, value)
+    ):
+        return _staged_weighted_sum(weights, value, precision)
     return _weights_times_value(
         weights, value, precision, einsum_dot_general, attn_weights_value_einsum
     )

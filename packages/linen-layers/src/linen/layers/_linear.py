@@ -31,7 +31,7 @@ from linen.layers._explicit import (
     inferable_dot_general_operands,
     match_trailing,
 )
-from linen.layers._staged import staged
+from linen.layers._staged import is_staged, staged
 from linen.layers._types import shape_of
 from linen.layers.errors import (
     LayerArgumentError,
@@ -128,6 +128,36 @@ def _dense_bias_add(y, bias):
     return _compiled_bias_add(y, bias)
 
 
+def _dense_body(inputs, kernel, bias, precision):
+    y = jnp.matmul(inputs, kernel, precision=precision)
+    return y if bias is None else _bias_add(y, bias)
+
+
+def _dense_general_body(inputs, kernel, bias, dimension_numbers, precision, bias_out_shape):
+    out = lax.dot_general(inputs, kernel, dimension_numbers, precision=precision)
+    return out if bias is None else _reshaped_bias_add(out, bias, bias_out_shape)
+
+
+# A whole layer's operations staged at once under a staging trace (one cached call
+# for the product and the bias add: the equations of the direct calls, so the same
+# program and labels). Only there: under eager vmap or grad a compiled run could
+# round differently from the op-by-op one a Flax user gets.
+_staged_dense = staged(_dense_body, static_argnums=3)
+_staged_dense_general = staged(_dense_general_body, static_argnums=(3, 4, 5))
+
+
+def _static_ok(precision) -> bool:
+    """Whether ``precision`` can be a static argument of a staged run: hashable
+    (``lax.dot_general`` also takes a list; ``jnp.matmul`` and ``jnp.einsum`` do not)."""
+    if precision is None:
+        return True
+    try:
+        hash(precision)
+    except TypeError:  # a list of precisions: run directly
+        return False
+    return True
+
+
 # --------------------------------------------------------------------------- dense
 
 
@@ -187,6 +217,8 @@ class Dense(Module):
             if explicit_mesh(inputs, kernel, bias) is None:
                 # No operand typed with Explicit mesh axes (the usual case, asked
                 # once): no output sharding to choose, no bias to reshard.
+                if is_staged(inputs) or is_staged(kernel):
+                    return _staged_dense(inputs, kernel, bias, self.precision)
                 y = jnp.matmul(inputs, kernel, precision=self.precision)
                 return _dense_bias_add(y, bias)
             out_sharding = dense_out_sharding(inputs, kernel)
@@ -306,6 +338,16 @@ class DenseGeneral(Module):
         sharding = {}
         # Explicit mesh axes on some operand (asked once; None in the usual case).
         explicit = explicit_mesh(inputs, kernel, bias) is not None
+        if (
+            not explicit
+            and self.dot_general is None
+            and self.dot_general_cls is None
+            and (is_staged(inputs) or is_staged(kernel))
+            and _static_ok(self.precision)
+        ):
+            return _staged_dense_general(
+                inputs, kernel, bias, dimension_numbers, self.precision, bias_out_shape
+            )
         if self.dot_general is None and self.dot_general_cls is None:
             # Explicit mesh axes sharding the contraction ambiguously (None elsewhere).
             if explicit:
