@@ -73,7 +73,7 @@ def _equations(jaxpr, out=None, depth=0):
 
 def _programs(fn, *args):
     """The equations of ``fn`` traced, of its gradient, and of it under vmap."""
-    loss = lambda *a: jnp.sum(jnp.asarray(fn(*a), jnp.float32) ** 2)  # noqa: E731
+    loss = lambda *a: jnp.sum(jnp.asarray(fn(*a), jnp.float32) ** 2)
     batched = jax.vmap(fn, in_axes=(None,) + (0,) * (len(args) - 1))
     stacked = [args[0]] + [jnp.stack([a, a * 0.5]) for a in args[1:]]
     return {
