@@ -226,3 +226,44 @@ def test_constant_initializer_without_rngs_still_raises():
 
     with pytest.raises(errors.InvalidRngError):
         init(fn)({})
+
+
+_KEYS = {'typed': lambda: jax.random.key(5), 'raw': lambda: jax.random.PRNGKey(5)}
+
+
+@pytest.mark.parametrize('kind', sorted(_KEYS))
+def test_traced_fold_in_emits_the_plain_calls_equations(kind):
+    # Under a staging trace the fold-in is a cached, inlined jit: the program must hold
+    # exactly what `jax.random.fold_in` itself emits (wrap/unwrap for a raw key).
+    key = _KEYS[kind]()
+    paths = [('Dense_0', 1), ('Dense_1', 2), ('a', 'b', 3)]
+
+    def ours(k):
+        return [fold_in_path(k, p) for p in paths]
+
+    def plain(k):
+        return [jax.random.fold_in(k, np.uint32(path_hash(p))) for p in paths]
+
+    assert str(jax.make_jaxpr(ours)(key)) == str(jax.make_jaxpr(plain)(key))
+    data = jax.random.key_data if kind == 'typed' else (lambda k: k)
+    for got, want in zip(jax.jit(ours)(key), plain(key)):
+        np.testing.assert_array_equal(data(got), data(want))
+
+
+@pytest.mark.parametrize('kind', sorted(_KEYS))
+def test_fold_in_under_vmap_and_nested_traces_keeps_the_numbers(kind):
+    keys = jax.vmap(lambda i: jax.random.fold_in(_KEYS[kind](), i))(jnp.arange(3))
+    data = jax.random.key_data if kind == 'typed' else (lambda k: k)
+    want = jax.vmap(lambda k: jax.random.fold_in(k, np.uint32(path_hash(('x', 1)))))(keys)
+    got = jax.vmap(lambda k: fold_in_path(k, ('x', 1)))(keys)
+    np.testing.assert_array_equal(data(got), data(want))
+    # A staged key read inside a vmap of something else: the closed-over key is the
+    # outer jit's tracer while the vmap's trace is current.
+    root = _KEYS[kind]()
+
+    def inner(k):
+        return jax.vmap(lambda _: data(fold_in_path(k, ('x', 1))))(jnp.arange(2))
+
+    got2 = jax.jit(inner)(root)
+    np.testing.assert_array_equal(got2[0], data(jax.random.fold_in(root, np.uint32(path_hash(('x', 1))))))
+    np.testing.assert_array_equal(got2[1], got2[0])
