@@ -265,5 +265,7 @@ def test_fold_in_under_vmap_and_nested_traces_keeps_the_numbers(kind):
         return jax.vmap(lambda _: data(fold_in_path(k, ('x', 1))))(jnp.arange(2))
 
     got2 = jax.jit(inner)(root)
-    np.testing.assert_array_equal(got2[0], data(jax.random.fold_in(root, np.uint32(path_hash(('x', 1))))))
+    np.testing.assert_array_equal(
+        got2[0], data(jax.random.fold_in(root, np.uint32(path_hash(('x', 1)))))
+    )
     np.testing.assert_array_equal(got2[1], got2[0])
