@@ -1,0 +1,64 @@
+"""JAX's initializers, staged once per shape while a program is traced.
+
+Traced with a key that is a value of a staging trace (jit, make_jaxpr: a traced
+``init``), an initializer such as ``lecun_normal`` runs its dozens of ``jax.random``
+and ``jnp`` operations through JAX's Python on every parameter, as in a hand-written
+model. Jitted with inlining at trace time, it is traced once per (shape, dtype) and
+its cached equations are inserted into the caller's program: the equations of the
+direct call, with the caller's profiling labels, so the same compiled program and the
+same numbers. Only JAX's own initializers (``jax.nn.initializers``, which
+``linen.nn.initializers`` re-exports) are staged: they are pure functions of the key
+and their static arguments. Any other callable, keyword arguments or an unhashable
+argument run directly; so does every eager or non-staging call (vmap, grad).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.interpreters.partial_eval as pe
+
+__all__ = ['call_initializer']
+
+# JAX 0.12 names trace-time inlining `Inline.JAX_EARLY`; older JAX meant it by `inline=True`.
+_INLINE_WHILE_TRACING = getattr(getattr(jax, 'Inline', None), 'JAX_EARLY', True)
+_STAGING_TRACER: Any = getattr(pe, 'DynamicJaxprTracer', None)
+# Where JAX defines its initializers (the public module re-exports them).
+_PURE_MODULES = frozenset({'jax.nn.initializers', 'jax._src.nn.initializers'})
+
+# initializer -> its staged form, or None when it is not one of JAX's. Bounded: a
+# model that makes a fresh initializer closure on every call must not grow it forever.
+_STAGED: dict[Any, Callable | None] = {}
+_STAGED_LIMIT = 512
+
+
+def _staged_form(init_fn: Callable, n_args: int) -> Callable | None:
+    key = (init_fn, n_args)
+    try:
+        return _STAGED[key]
+    except KeyError:
+        pass
+    staged = None
+    if getattr(init_fn, '__module__', None) in _PURE_MODULES:
+        staged = jax.jit(
+            init_fn, static_argnums=tuple(range(1, n_args + 1)), inline=_INLINE_WHILE_TRACING
+        )
+    if len(_STAGED) >= _STAGED_LIMIT:
+        _STAGED.clear()
+    _STAGED[key] = staged
+    return staged
+
+
+def call_initializer(init_fn: Callable, key: Any, init_args: tuple, init_kwargs: dict) -> Any:
+    """``init_fn(key, *init_args, **init_kwargs)``, staged where that is exact (above)."""
+    if _STAGING_TRACER is not None and type(key) is _STAGING_TRACER and not init_kwargs:
+        try:
+            staged = _staged_form(init_fn, len(init_args))
+            if staged is not None:
+                hash(init_args)
+                return staged(key, *init_args)
+        except TypeError:  # an unhashable initializer or argument: the direct call below
+            pass
+    return init_fn(key, *init_args, **init_kwargs)
