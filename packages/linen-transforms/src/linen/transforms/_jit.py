@@ -29,15 +29,29 @@ import numpy as np
 
 from linen.core import DenyList
 from linen.core.lifting import detached_scope, path_hash
+from linen.module.dispatch import active_wrappers
 from linen.transforms import _pack
 from linen.transforms._remat import merge_static, split_static
 from linen.transforms.errors import TransformArgumentError
 
 
+# Values that stand for themselves in a cache key (the usual flags, filters and counts).
+_ATOMS = frozenset({str, bool, int, float, type(None)})
+
+
 def _hashable(x: Any) -> Any:
     """A hashable stand-in for filters, flags and counters."""
+    kind = type(x)
+    if kind in _ATOMS:
+        return x
     if isinstance(x, dict):
-        return tuple(sorted(((_hkey(k), _hashable(v)) for k, v in x.items()), key=repr))
+        if not x:
+            return ()
+        items = [(_hkey(k), _hashable(v)) for k, v in x.items()]
+        if all(type(k) is str for k, _ in items):
+            # Distinct string keys sort alone (the values are never compared).
+            return tuple(sorted(items, key=_first))
+        return tuple(sorted(items, key=repr))
     if isinstance(x, (list, tuple)):
         return tuple(_hashable(v) for v in x)
     if isinstance(x, (set, frozenset)):
@@ -45,6 +59,10 @@ def _hashable(x: Any) -> Any:
     if isinstance(x, DenyList):
         return ('DenyList', _hashable(x.deny))
     return x
+
+
+def _first(item: tuple) -> Any:
+    return item[0]
 
 
 def _hkey(k: Any) -> Any:
@@ -215,25 +233,37 @@ class _ScopeJit:
     def call(self, extra, scope_or_scopes, *args, **kwargs):
         """The lifted function: split the call into traced and static parts, run the
         compiled function, and hand its rng counters and variables back to the scopes."""
-        from linen.module.dispatch import active_wrappers
-
         # A tuple (or list) of scopes is lifted together (Module arguments, as in Flax).
         multi = isinstance(scope_or_scopes, (tuple, list))
-        scopes = tuple(scope_or_scopes) if multi else (scope_or_scopes,)
-        variables = tuple(_pack.gather_variables(s) for s in scopes)
-        keys_templates = [_pack.rng_keys(s) for s in scopes]
-        keys = tuple(k for k, _ in keys_templates)
-        templates = [t for _, t in keys_templates]
-        dynamic, static_args = split_static(args, self.static_argnums)
-        static_kwargs = {k: kwargs.pop(k) for k in self.static_argnames if k in kwargs}
+        if multi:
+            scopes = tuple(scope_or_scopes)
+            variables = tuple(_pack.gather_variables(s) for s in scopes)
+            keys_templates = [_pack.rng_keys(s) for s in scopes]
+            keys = tuple(k for k, _ in keys_templates)
+            templates = [t for _, t in keys_templates]
+        else:
+            scopes = (scope_or_scopes,)
+            variables = (_pack.gather_variables(scope_or_scopes),)
+            key_dict, template = _pack.rng_keys(scope_or_scopes)
+            keys = (key_dict,)
+            templates = [template]
+        if self.static_argnums:
+            dynamic, static_args = split_static(args, self.static_argnums)
+        else:
+            dynamic, static_args = args, {}
+        static_kwargs = (
+            {k: kwargs.pop(k) for k in self.static_argnames if k in kwargs}
+            if self.static_argnames
+            else {}
+        )
         wrappers = active_wrappers()
         extra_key, extra_obj = (
             self.module_key(extra, bool(wrappers)) if self.module_key is not None else (None, extra)
         )
         payload = _payload(extra_obj, multi, scopes, static_args, static_kwargs)
-        base = _cache_key(extra_key, payload, scopes, keys, wrappers)
-        y, mutated, static = self._call_learning_hashes(
-            base, payload, scopes, templates, variables, keys, dynamic, kwargs
+        static = _cache_key(extra_key, payload, scopes, keys, wrappers)
+        y, mutated = self._call_learning_hashes(
+            static, payload, scopes, templates, variables, keys, dynamic, kwargs
         )
         after = self.counters_after.get(static)
         if after is not None:
@@ -241,32 +271,34 @@ class _ScopeJit:
                 c.clear()
                 c.update(_pack.copy_counters(a))
         for s, m in zip(scopes, mutated):
-            _pack.write_back(s, (m,))
+            if m:
+                _pack.write_back(s, (m,))
         return y
 
     def _call_learning_hashes(
-        self, base, payload, scopes, templates, variables, keys, dynamic, kwargs
+        self, static, payload, scopes, templates, variables, keys, dynamic, kwargs
     ):
         """Call the compiled function, first learning which path hashes it needs if unknown.
 
-        Returns ``(y, mutated variables, the cache entry)``.
+        Returns ``(y, mutated variables)``.
         """
-        seen = self.needed.get(base)
+        needed = self.needed.get(static)
+        known = needed is not None
         try:
-            if seen is None and any(s.flags.get('initializing') for s in scopes):
-                # Init draws random numbers: learn which at once (no aborted trace).
-                raise _HashesNeeded
-            # First call: assume the function draws no random numbers (apply
-            # usually doesn't), so a single trace suffices.
-            result = self._call(
-                base, payload, seen or (), templates, variables, keys, dynamic, kwargs
-            )
+            if not known:
+                if any(s.flags.get('initializing') for s in scopes):
+                    # Init draws random numbers: learn which at once (no aborted trace).
+                    raise _HashesNeeded
+                # First call: assume the function draws no random numbers (apply
+                # usually doesn't), so a single trace suffices.
+                needed = _NO_HASHES
+            result = self._call(static, payload, needed, templates, variables, keys, dynamic, kwargs)
         except _HashesNeeded:
             # It does: learn by an abstract trace which path hashes it needs.
             payload['index'] = None
             jax.eval_shape(
                 lambda v, k, d, kw: self.run(
-                    _Static(('discover',) + base, payload), v, k, None, d, kw
+                    _Static(('discover',) + static.key, payload), v, k, None, d, kw
                 ),
                 variables,
                 keys,
@@ -274,17 +306,24 @@ class _ScopeJit:
                 kwargs,
             )
             seen = payload.pop('seen')
-            result = self._call(base, payload, seen, templates, variables, keys, dynamic, kwargs)
-        self.needed[base] = seen or ()
+            needed = (seen, {item: i for i, item in enumerate(seen)}) if seen else _NO_HASHES
+            result = self._call(static, payload, needed, templates, variables, keys, dynamic, kwargs)
+            known = False
+        if not known:
+            self.needed[static] = needed
         return result
 
-    def _call(self, base, payload, seen, templates, variables, keys, dynamic, kwargs):
-        """Call the compiled function with the hashes of ``seen`` for the caller's streams."""
-        payload['index'] = {item: i for i, item in enumerate(seen)}
-        hashes = _path_hashes(seen, templates)
-        static = _Static(base, payload)
-        y, mutated = self.compiled(static, variables, keys, hashes, dynamic, kwargs)
-        return y, mutated, static
+    def _call(self, static, payload, needed, templates, variables, keys, dynamic, kwargs):
+        """Call the compiled function with the hashes of ``needed`` for the caller's streams."""
+        seen, payload['index'] = needed
+        # No path hashes needed (apply, usually): no argument for them, so the
+        # call's equation has no constant input to trace, differentiate and lower.
+        hashes = _path_hashes(seen, templates) if seen else None
+        return self.compiled(static, variables, keys, hashes, dynamic, kwargs)
+
+
+# (seen, index) of a function that draws no random numbers.
+_NO_HASHES: tuple = ((), {})
 
 
 def _inner_scopes(p: dict, variables, keys, counters, table: _HashTable) -> tuple:
@@ -321,18 +360,33 @@ def _payload(extra_obj, multi: bool, scopes: tuple, static_args, static_kwargs) 
     }
 
 
-def _cache_key(extra_key, payload: dict, scopes: tuple, keys: tuple, wrappers) -> tuple:
+def _cache_key(extra_key, payload: dict, scopes: tuple, keys: tuple, wrappers) -> _Static:
     """What decides a trace (the path hashes aside): one compiled function per value."""
-    base = (
-        extra_key,
-        payload['multi'],
-        tuple(len(s.path) for s in scopes),
-        tuple(tuple(sorted(k)) for k in keys),
-        _hashable(payload['counters']),
-        _hashable(payload['mutable']),
-        _hashable(payload['flags']),
-        _hashable(payload['static_args']),
-        _hashable(payload['static_kwargs']),
+    if payload['multi']:
+        base = (
+            extra_key,
+            True,
+            tuple(len(s.path) for s in scopes),
+            tuple(tuple(sorted(k)) for k in keys),
+            _hashable(payload['counters']),
+            _hashable(payload['mutable']),
+            _hashable(payload['flags']),
+        )
+    else:
+        (scope,) = scopes
+        (key_dict,) = keys
+        base = (
+            extra_key,
+            False,
+            len(scope.path),
+            tuple(sorted(key_dict)) if key_dict else (),
+            _hashable(scope.rng_counters),
+            _hashable(scope.mutable),
+            _hashable(payload['flags'][0]),
+        )
+    base += (
+        _hashable(payload['static_args']) if payload['static_args'] else (),
+        _hashable(payload['static_kwargs']) if payload['static_kwargs'] else (),
         wrappers,
     )
     if any(s.reservations for s in scopes):
@@ -340,11 +394,10 @@ def _cache_key(extra_key, payload: dict, scopes: tuple, keys: tuple, wrappers) -
         # (`_module_lift`): they decide the names inside.
         base += (tuple(frozenset(s.reservations) for s in scopes),)
     try:
-        hash(base)
+        return _Static(base, payload)  # hashes the key once, for every lookup of this call
     except TypeError:
         # Unhashable module fields or static arguments: trace every call.
-        base = (id(payload),)
-    return base
+        return _Static((id(payload),), payload)
 
 
 def _path_hashes(seen: tuple, templates: list) -> Any:
