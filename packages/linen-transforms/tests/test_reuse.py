@@ -363,3 +363,70 @@ def test_nn_jit_blocks_drawing_rngs_inside_a_reused_block_fall_back():
     with linen_reuse_traces():
         got = jax.jit(Outer().init)(jax.random.key(0), X)
     _equal(got, ref)
+
+
+def _reused_calls(closed):
+    # the lifted jit's equations (its traced function is named `run`)
+    return [
+        e
+        for e in closed.jaxpr.eqns
+        if e.primitive.name in ('jit', 'pjit') and e.params.get('name') == 'run'
+    ]
+
+
+def test_a_reused_call_that_draws_no_rng_passes_its_arrays_alone():
+    # apply without rngs needs no path hashes: each reused call's equation takes
+    # the block's variables and input only (no constant per call to trace,
+    # differentiate and lower), and the program has no constants at all.
+    variables = Stack().init(jax.random.key(0), X)
+    BLOCK_RUNS.clear()
+    with linen_reuse_traces():
+        closed = _trace(variables, X)
+    assert not closed.consts and not closed.jaxpr.constvars
+    per_block = len(jax.tree_util.tree_leaves(variables['params']['Block_0'])) + 1
+    # (the final Dense may go through the lifted jit once, while reuse learns it
+    # is a leaf; it is not one of the blocks)
+    calls = [e for e in _reused_calls(closed) if len(e.invars) == per_block]
+    assert len(calls) == 12
+    # every call is the same program (one jaxpr object), so JAX's caches of its
+    # linearization and transposition serve all but the first
+    assert len({id(e.params['jaxpr']) for e in calls}) == 1
+    assert BLOCK_RUNS == ['Block_0']
+
+
+def test_a_reused_call_that_draws_rngs_gets_its_path_hashes_as_an_argument():
+    variables = Stack().init(jax.random.key(0), X)
+    rngs = {'dropout': jax.random.key(7)}
+    ref = jax.jit(lambda v, x: Stack().apply(v, x, rngs=rngs))(variables, X)
+    with linen_reuse_traces():
+        closed = jax.make_jaxpr(lambda v, x: Stack().apply(v, x, rngs=rngs))(variables, X)
+        got = jax.jit(lambda v, x: Stack().apply(v, x, rngs=rngs))(variables, X)
+    per_block = len(jax.tree_util.tree_leaves(variables['params']['Block_0'])) + 1
+    # the block's variables, its input, the dropout key and the table of path hashes
+    calls = [e for e in _reused_calls(closed) if len(e.invars) == per_block + 2]
+    assert len(calls) == 12
+    assert {str(e.invars[-2].aval) for e in calls} == {'uint32[1]'}
+    _equal(got, ref)
+
+
+def test_the_lifted_jit_learns_its_path_hashes_once_per_program():
+    # The first call of a program learns which path hashes it needs (none for
+    # apply); later calls, and a second trace, find the answer in the cache.
+    from linen.transforms._jit import _ScopeJit
+
+    learned = []
+    original = _ScopeJit._call_learning_hashes
+
+    def spy(self, static, *args):
+        if type(static.payload['extra'][1]) is Block:  # (not the final Dense)
+            learned.append(static in self.needed)
+        return original(self, static, *args)
+
+    variables = Stack().init(jax.random.key(0), X)
+    _ScopeJit._call_learning_hashes = spy
+    try:
+        with linen_reuse_traces():
+            _trace(variables, X)
+    finally:
+        _ScopeJit._call_learning_hashes = original
+    assert learned == [False] + [True] * 11

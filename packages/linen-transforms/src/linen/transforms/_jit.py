@@ -172,8 +172,9 @@ class _ScopeJit:
     """One ``jit_over_scopes``: its options, its compiled function and what it learnt.
 
     ``counters_after`` maps a cache entry to the rng counters after its trace;
-    ``needed`` maps a cache key (without the hash index) to the (stream, items)
-    path hashes a trace of it needs.
+    ``needed`` maps a cache entry to ``(seen, index)``: the (stream, items) path
+    hashes a trace of it needs, and the position of each in the traced ``hashes``
+    (none: the compiled function takes no ``hashes`` argument at all).
     """
 
     __slots__ = (
@@ -201,7 +202,7 @@ class _ScopeJit:
         self.static_argnames = static_argnames
         self.module_key = module_key
         self.counters_after: dict[_Static, dict] = {}
-        self.needed: dict[Any, tuple] = {}
+        self.needed: dict[_Static, tuple] = {}
         # Donated positions count the caller's arguments; they live inside `dynamic`.
         self.compiled = jax.jit(
             self.run,
@@ -292,7 +293,9 @@ class _ScopeJit:
                 # First call: assume the function draws no random numbers (apply
                 # usually doesn't), so a single trace suffices.
                 needed = _NO_HASHES
-            result = self._call(static, payload, needed, templates, variables, keys, dynamic, kwargs)
+            result = self._call(
+                static, payload, needed, templates, variables, keys, dynamic, kwargs
+            )
         except _HashesNeeded:
             # It does: learn by an abstract trace which path hashes it needs.
             payload['index'] = None
@@ -307,7 +310,9 @@ class _ScopeJit:
             )
             seen = payload.pop('seen')
             needed = (seen, {item: i for i, item in enumerate(seen)}) if seen else _NO_HASHES
-            result = self._call(static, payload, needed, templates, variables, keys, dynamic, kwargs)
+            result = self._call(
+                static, payload, needed, templates, variables, keys, dynamic, kwargs
+            )
             known = False
         if not known:
             self.needed[static] = needed
@@ -346,14 +351,24 @@ def _inner_scopes(p: dict, variables, keys, counters, table: _HashTable) -> tupl
 
 def _payload(extra_obj, multi: bool, scopes: tuple, static_args, static_kwargs) -> dict:
     """What the trace reads besides its traced arguments (not part of the cache key)."""
+    if multi:
+        path = tuple(s.path for s in scopes)
+        name = tuple(s.name for s in scopes)
+        counters = tuple(s.rng_counters for s in scopes)
+        mutable = tuple(s.mutable for s in scopes)
+        flags = tuple(dict(s.flags) for s in scopes)
+    else:
+        (s,) = scopes
+        path, name, counters, mutable = (s.path,), (s.name,), (s.rng_counters,), (s.mutable,)
+        flags = (dict(s.flags),)
     return {
         'extra': extra_obj,
         'multi': multi,
-        'path': tuple(s.path for s in scopes),
-        'name': tuple(s.name for s in scopes),
-        'counters': tuple(s.rng_counters for s in scopes),
-        'mutable': tuple(s.mutable for s in scopes),
-        'flags': tuple(dict(s.flags) for s in scopes),
+        'path': path,
+        'name': name,
+        'counters': counters,
+        'mutable': mutable,
+        'flags': flags,
         'static_args': static_args,
         'static_kwargs': static_kwargs,
         'index': None,
@@ -380,8 +395,8 @@ def _cache_key(extra_key, payload: dict, scopes: tuple, keys: tuple, wrappers) -
             False,
             len(scope.path),
             tuple(sorted(key_dict)) if key_dict else (),
-            _hashable(scope.rng_counters),
-            _hashable(scope.mutable),
+            _hashable(payload['counters'][0]),
+            _hashable(payload['mutable'][0]),
             _hashable(payload['flags'][0]),
         )
     base += (
@@ -389,7 +404,7 @@ def _cache_key(extra_key, payload: dict, scopes: tuple, keys: tuple, wrappers) -
         _hashable(payload['static_kwargs']) if payload['static_kwargs'] else (),
         wrappers,
     )
-    if any(s.reservations for s in scopes):
+    if any(s.reservations for s in scopes) if payload['multi'] else scopes[0].reservations:
         # A method lifted from a compact method sees the names given out so far
         # (`_module_lift`): they decide the names inside.
         base += (tuple(frozenset(s.reservations) for s in scopes),)
