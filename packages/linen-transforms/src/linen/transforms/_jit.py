@@ -34,7 +34,6 @@ from linen.transforms import _pack
 from linen.transforms._remat import merge_static, split_static
 from linen.transforms.errors import TransformArgumentError
 
-
 # Values that stand for themselves in a cache key (the usual flags, filters and counts).
 _ATOMS = frozenset({str, bool, int, float, type(None)})
 
