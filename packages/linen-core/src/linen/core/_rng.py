@@ -14,10 +14,10 @@ import hashlib
 from typing import Any
 
 import jax
-import jax.interpreters.partial_eval as pe
 import numpy as np
 
 from linen.core._lazy_init import EAGER_LAZY_INIT, concrete_call
+from linen.core._staged_init import STAGING_TRACER, staged
 from linen.core.errors import InvalidRngError
 
 _FIX_SEPARATOR: list[bool] = [False]
@@ -82,15 +82,9 @@ _fold_in_compiled = jax.jit(jax.random.fold_in)
 # the conversion for every parameter. Jitted and inlined while tracing, it is traced
 # once per key type and its equations (`random_fold_in` of the key and the hash as a
 # literal, with `random_wrap`/`random_unwrap` around it for a raw uint32 key) are
-# copied into the caller's program: the equations the plain call emits. JAX 0.12
-# names trace-time inlining `Inline.JAX_EARLY`; older JAX meant it by `inline=True`.
-_fold_in_inlined = jax.jit(
-    jax.random.fold_in, inline=getattr(getattr(jax, 'Inline', None), 'JAX_EARLY', True)
-)
-
-# The tracer of a trace that stages operations into a program. Other tracers (vmap,
-# grad, an eager lazy_init's shape trace) keep the plain call.
-_STAGING_TRACER: Any = getattr(pe, 'DynamicJaxprTracer', None)
+# copied into the caller's program: the equations the plain call emits. Other tracers
+# (vmap, grad) keep the plain call.
+_fold_in_inlined = staged(jax.random.fold_in)
 
 
 def fold_in_path(key: Any, items: tuple[str | int, ...]) -> Any:
@@ -99,7 +93,7 @@ def fold_in_path(key: Any, items: tuple[str | int, ...]) -> Any:
         return key
     data = np.uint32(path_hash(items))
     if isinstance(key, jax.core.Tracer):
-        if _STAGING_TRACER is not None and type(key) is _STAGING_TRACER:
+        if STAGING_TRACER is not None and type(key) is STAGING_TRACER:
             return _fold_in_inlined(key, data)
         return jax.random.fold_in(key, data)
     if EAGER_LAZY_INIT.get():  # an eager lazy_init: the root key is concrete, fold off the trace

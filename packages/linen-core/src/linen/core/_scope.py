@@ -22,7 +22,7 @@ from linen.core._filters import Filter, in_filter
 from linen.core._lazy_init import EAGER_LAZY_INIT, concrete_call, partial_init
 from linen.core._param_shapes import check_param_shape
 from linen.core._rng import LazyRng, RngStream, check_rngs
-from linen.core._staged_init import call_initializer
+from linen.core._staged_init import STAGING_TRACER, call_initializer
 from linen.core.config import config
 
 __all__ = ['Array', 'LazyRng', 'Scope', 'Variable', 'init', 'apply', 'bind', 'lazy_init']
@@ -568,8 +568,10 @@ class Scope:
                 key = self.make_rng('params')
             if EAGER_LAZY_INIT.get():  # an eager lazy_init: off its shape trace
                 value = concrete_call(init_fn, key, *init_args, **init_kwargs)
-            else:
+            elif type(key) is STAGING_TRACER:  # a traced init: JAX's initializers staged
                 value = call_initializer(init_fn, key, init_args, init_kwargs)
+            else:
+                value = init_fn(key, *init_args, **init_kwargs)
             self.put_variable('params', name, value)
             boxed = _is_boxed(value)
         else:

@@ -23,10 +23,20 @@ import jax.interpreters.partial_eval as pe
 __all__ = ['call_initializer']
 
 # JAX 0.12 names trace-time inlining `Inline.JAX_EARLY`; older JAX meant it by `inline=True`.
-_INLINE_WHILE_TRACING = getattr(getattr(jax, 'Inline', None), 'JAX_EARLY', True)
-_STAGING_TRACER: Any = getattr(pe, 'DynamicJaxprTracer', None)
-# Where JAX defines its initializers (the public module re-exports them).
-_PURE_MODULES = frozenset({'jax.nn.initializers', 'jax._src.nn.initializers'})
+INLINE_WHILE_TRACING = getattr(getattr(jax, 'Inline', None), 'JAX_EARLY', True)
+# The tracer of a trace that stages operations into a program (jit, make_jaxpr).
+STAGING_TRACER: Any = getattr(pe, 'DynamicJaxprTracer', None)
+# Where JAX defines its initializers, read off two of them (the factories' closures and
+# the plain ones are defined in the same module, which ``jax.nn.initializers`` re-exports).
+_PURE_MODULES = frozenset(
+    {jax.nn.initializers.zeros.__module__, jax.nn.initializers.normal().__module__}
+)
+
+
+def staged(fn: Callable, static_argnums: tuple[int, ...] = ()) -> Callable:
+    """``fn`` jitted and inlined into the program that traces it."""
+    return jax.jit(fn, static_argnums=static_argnums, inline=INLINE_WHILE_TRACING)
+
 
 # initializer -> its staged form, or None when it is not one of JAX's. Bounded: a
 # model that makes a fresh initializer closure on every call must not grow it forever.
@@ -40,25 +50,23 @@ def _staged_form(init_fn: Callable, n_args: int) -> Callable | None:
         return _STAGED[key]
     except KeyError:
         pass
-    staged = None
+    staged_fn = None
     if getattr(init_fn, '__module__', None) in _PURE_MODULES:
-        staged = jax.jit(
-            init_fn, static_argnums=tuple(range(1, n_args + 1)), inline=_INLINE_WHILE_TRACING
-        )
+        staged_fn = staged(init_fn, tuple(range(1, n_args + 1)))
     if len(_STAGED) >= _STAGED_LIMIT:
         _STAGED.clear()
-    _STAGED[key] = staged
-    return staged
+    _STAGED[key] = staged_fn
+    return staged_fn
 
 
 def call_initializer(init_fn: Callable, key: Any, init_args: tuple, init_kwargs: dict) -> Any:
     """``init_fn(key, *init_args, **init_kwargs)``, staged where that is exact (above)."""
-    if _STAGING_TRACER is not None and type(key) is _STAGING_TRACER and not init_kwargs:
+    if STAGING_TRACER is not None and type(key) is STAGING_TRACER and not init_kwargs:
         try:
-            staged = _staged_form(init_fn, len(init_args))
-            if staged is not None:
+            staged_fn = _staged_form(init_fn, len(init_args))
+            if staged_fn is not None:
                 hash(init_args)
-                return staged(key, *init_args)
+                return staged_fn(key, *init_args)
         except TypeError:  # an unhashable initializer or argument: the direct call below
             pass
     return init_fn(key, *init_args, **init_kwargs)
