@@ -178,6 +178,43 @@ def test_wraps_setup_option(labels_off, plugin):
     assert ('without', 'Tree', '__call__') in seen
 
 
+def test_before_setup_option(labels_off, plugin):
+    seen = []
+
+    def record(next_fn, args, kwargs, context):
+        seen.append(('record', context.module.name, context.method_name))
+        return next_fn(*args, **kwargs)
+
+    def answer_tree(next_fn, args, kwargs, context):
+        # Answers Tree's calls itself; every other call goes on through the chain.
+        seen.append(('early', context.module.name, context.method_name))
+        if isinstance(context.module, Tree) and context.method_name == '__call__':
+            return -args[0]
+        return next_fn(*args, **kwargs)
+
+    x = jnp.array([1.0, 2.0])
+    variables = Tree().init(jax.random.key(0), x)
+    # Registered last, so outermost (the leading run of before_setup wrappers).
+    plugin(types.SimpleNamespace(linen_method_wrapper=hookimpl(lambda: MethodWrapper(record, wraps_setup=True))), 'rec')  # fmt: skip
+    plugin(types.SimpleNamespace(linen_method_wrapper=hookimpl(lambda: MethodWrapper(answer_tree, before_setup=True))), 'early')  # fmt: skip
+    bound = Tree().bind(variables)
+    np.testing.assert_array_equal(bound(x), -x)
+    # Answered before setup: Tree's setup did not run, nor anything inside it.
+    assert seen == [('early', None, '__call__')]
+    # Something needs the submodules: setup runs then, through the wrappers asking for it.
+    seen.clear()
+    np.testing.assert_array_equal(bound.left(x), x * variables['params']['left']['w'])
+    assert seen[0] == ('record', None, 'setup')
+    # A module already set up goes through the whole chain in order; a call the
+    # early wrapper passes on runs setup first, then the other wrappers.
+    seen.clear()
+    bound.helper(x)
+    assert seen == [('early', None, 'helper'), ('record', None, 'helper')]
+    seen.clear()
+    Leaf().apply({'params': variables['params']['left']}, x)
+    assert seen == [('early', None, '__call__'), ('record', None, '__call__')]
+
+
 def test_wrapper_returning_none_is_inactive(labels_off, plugin):
     plugin(types.SimpleNamespace(linen_method_wrapper=hookimpl(lambda: None)), 'test-none')
     assert _dispatch.get_runner() is None

@@ -199,10 +199,76 @@ def test_each_block_keeps_its_profiling_label_and_costs():
         text = jax.jit(lambda v, y: fn(v, y)).lower(variables, X).compile().as_text()
         got = module_costs(lambda v, y: fn(v, y), variables, X)
     for i in range(4):
-        # (JAX adds the reused program's own name between the labels)
-        assert re.search(f'Stack/Block_{i}/[^"]*Dense_1/dot_general', text)
+        # Block_0 is traced into the reused program, the others call it; each
+        # instance's label is its own, JAX adds the program's name after it.
+        assert re.search(f'Stack/Block_{i}/jit\\(linen_reuse\\)/Dense_1/dot_general', text)
         assert got[f'Stack/Block_{i}'].flops == ref[f'Stack/Block_{i}'].flops > 0
         assert got[f'Stack/Block_{i}/Dense_0'].flops == ref[f'Stack/Block_{i}/Dense_0'].flops
+
+
+SETUP_RUNS: list[str] = []
+
+
+class SetupBlock(nn.Module):
+    def setup(self):
+        SETUP_RUNS.append(self.name)
+        self.inner = nn.Dense(8)
+
+    def __call__(self, x):
+        return x + jnp.tanh(self.inner(x))
+
+
+class SetupStack(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        for _ in range(4):
+            x = SetupBlock()(x)
+        return x
+
+
+def test_setup_of_a_reused_block_runs_once_per_program():
+    variables = SetupStack().init(jax.random.key(0), X)
+    ref = jax.jit(SetupStack().apply)(variables, X)
+    SETUP_RUNS.clear()
+    with linen_reuse_traces():
+        got = jax.jit(SetupStack().apply)(variables, X)
+    # On the reused program's copy of the first block only: the instances do not
+    # set themselves up outside (nothing needs their submodules there).
+    assert SETUP_RUNS == ['SetupBlock_0']
+    _equal(got, ref)
+    with linen_reuse_traces(False):
+        SETUP_RUNS.clear()
+        jax.jit(lambda v, x: SetupStack().apply(v, x))(variables, X)
+    assert len(SETUP_RUNS) == 4
+
+
+def test_an_eager_grad_or_remat_is_not_reused():
+    # Traced by an eager grad, the model's operations run one by one; a reused
+    # block would run as a compiled program, which may round differently.
+    variables = Stack(blocks=3).init(jax.random.key(0), X)
+
+    def loss(params):
+        return jnp.sum(Stack(blocks=3).apply({'params': params}, X) ** 2)
+
+    ref = jax.grad(loss)(variables['params'])
+    BLOCK_RUNS.clear()
+    with linen_reuse_traces():
+        got = jax.grad(loss)(variables['params'])
+    assert len(BLOCK_RUNS) == 3
+    _equal(got, ref)
+
+    class RematStack(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.remat(Stack)(blocks=3)(x)
+
+    variables = RematStack().init(jax.random.key(0), X)
+    ref = RematStack().apply(variables, X)
+    BLOCK_RUNS.clear()
+    with linen_reuse_traces():
+        got = RematStack().apply(variables, X)
+    assert len(BLOCK_RUNS) == 3  # remat's body is traced, but runs op by op
+    _equal(got, ref)
 
 
 def test_unhashable_attributes_fall_back_to_ordinary_tracing():
@@ -366,11 +432,11 @@ def test_nn_jit_blocks_drawing_rngs_inside_a_reused_block_fall_back():
 
 
 def _reused_calls(closed):
-    # the lifted jit's equations (its traced function is named `run`)
+    # the reused programs' equations (the compiled function is named `linen_reuse`)
     return [
         e
         for e in closed.jaxpr.eqns
-        if e.primitive.name in ('jit', 'pjit') and e.params.get('name') == 'run'
+        if e.primitive.name in ('jit', 'pjit') and e.params.get('name') == 'linen_reuse'
     ]
 
 

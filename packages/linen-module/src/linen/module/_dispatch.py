@@ -108,9 +108,12 @@ class _Chain:
         the ``at_boundary`` halves around a compiled call, or None.
       setup: the chain for a module's lazy ``setup`` call (only the wrappers that
         ask for it), or None.
+      before_setup: ``before_setup(module, fun, method_name, is_compact, args,
+        kwargs)``, the call of a module whose ``setup`` has not run yet through the
+        leading wrappers flagged ``before_setup``, then setup and the rest; or None.
     """
 
-    __slots__ = ('run', 'wrappers', 'unbound', 'relative', 'boundary', 'setup')
+    __slots__ = ('run', 'wrappers', 'unbound', 'relative', 'boundary', 'setup', 'before_setup')
 
     def __init__(self, wrappers: tuple[MethodWrapper, ...]):
         self.wrappers = wrappers
@@ -124,6 +127,17 @@ class _Chain:
         halves = tuple(w.at_boundary for w in wrappers if w.at_boundary is not None)
         self.relative = len(halves) == len(wrappers)
         self.boundary = _compose_boundary(halves) if halves else None
+        early = 0
+        while early < len(wrappers) and wrappers[early].before_setup:
+            early += 1
+        self.before_setup = (
+            None
+            if not early
+            else _compose_before_setup(
+                tuple(w.wrap for w in wrappers[:early]),
+                _Chain(wrappers[early:]) if early < len(wrappers) else None,
+            )
+        )
 
 
 def _compose(wraps: tuple[Callable, ...]) -> Callable:
@@ -154,6 +168,21 @@ def _compose_boundary(halves: tuple[Callable, ...]) -> Callable:
         next_fn: Callable = fn
         for half in reversed(halves):
             next_fn = _Link(half, next_fn, context)
+        return next_fn(*args, **kwargs)
+
+    return run
+
+
+def _compose_before_setup(wraps: tuple[Callable, ...], rest: _Chain | None) -> Callable:
+    def run(module, fun, method_name, is_compact, args, kwargs):
+        context = MethodCallContext(module, method_name, fun)
+
+        def after(*a, **k):
+            return _call_wrapped_method(module, fun, method_name, is_compact, a, k, rest)
+
+        next_fn: Callable = after
+        for wrap in reversed(wraps):
+            next_fn = _Link(wrap, next_fn, context)
         return next_fn(*args, **kwargs)
 
     return run
@@ -245,7 +274,11 @@ def _wrap_method(fun: Callable) -> Callable:
     return wrapped
 
 
-def _call_wrapped_method(self, fun, method_name, is_compact, args, kwargs):
+# The ``chain`` default of _call_wrapped_method: look up this context's chain.
+_LOOKUP: Any = object()
+
+
+def _call_wrapped_method(self, fun, method_name, is_compact, args, kwargs, chain=_LOOKUP):
     """Run ``fun(self, *args, **kwargs)`` through the dispatcher.
 
     The Module bookkeeping a wrapped method call gets (lazy ``setup``, the compact
@@ -261,6 +294,8 @@ def _call_wrapped_method(self, fun, method_name, is_compact, args, kwargs):
         named inline and claimed afresh on each call).
       args: the positional arguments, as a tuple.
       kwargs: the keyword arguments, as a dict.
+      chain: internal: the rest of the chain after the wrappers that ran before
+        ``setup`` (:attr:`MethodWrapper.before_setup`).
 
     Returns:
       What ``fun`` returns (through the wrappers).
@@ -274,7 +309,14 @@ def _call_wrapped_method(self, fun, method_name, is_compact, args, kwargs):
             return chain.unbound.run(fun, self, method_name, args, kwargs)
         return fun(self, *args, **kwargs)
     state = self._state
-    if not state.setup_called:
+    if chain is _LOOKUP:
+        entry = _chain.get()
+        chain = entry[1] if entry is not None and entry[0] == _plugins.value else get_runner()
+        if not state.setup_called:
+            if chain is not None and chain.before_setup is not None:
+                return chain.before_setup(self, fun, method_name, is_compact, args, kwargs)
+            self._try_setup()
+    elif not state.setup_called:
         self._try_setup()
     if is_compact:
         recurrent = state.in_compact_method
@@ -282,8 +324,6 @@ def _call_wrapped_method(self, fun, method_name, is_compact, args, kwargs):
     stack = _stack.modules
     stack.append(self)
     try:
-        entry = _chain.get()
-        chain = entry[1] if entry is not None and entry[0] == _plugins.value else get_runner()
         if chain is None:
             return fun(self, *args, **kwargs)
         return chain.run(fun, self, method_name, args, kwargs)

@@ -76,12 +76,18 @@ class MethodWrapper:
       wraps_setup: also wrap the lazy ``setup`` call of a module whose class
         defines one (``method_name == 'setup'``, no arguments; Flax runs its
         interceptors there); by default ``setup`` runs directly.
+      before_setup: on the first call of a module whose lazy ``setup`` has not
+        run, run before it (only a leading run of such wrappers, outermost first,
+        does): a wrapper that answers the call without ``next_fn`` (trace reuse
+        runs it as a compiled program of a fresh clone) spares the module a
+        ``setup`` it does not need; it runs when something needs it.
     """
 
     wrap: WrapFunction
     at_boundary: WrapFunction | None = None
     wraps_unbound: bool = False
     wraps_setup: bool = False
+    before_setup: bool = False
 
 
 @hookspec

@@ -150,11 +150,13 @@ def jit_over_scopes(
     device: Any = None,
     backend: str | None = None,
     module_key: Callable[[Any], tuple[Any, Any]] | None = None,
+    name: str | None = None,
 ) -> Callable:
     """``jax.jit`` of ``fn(scope, *args)`` (or of a module method via ``module_key``).
 
     ``module_key(extra)`` (internal) maps the caller's extra object to
-    ``(hashable key, object handed to fn)``.
+    ``(hashable key, object handed to fn)``. ``name`` names the compiled function
+    (``jit(name)`` in the program and its op names; default ``run``).
     """
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
@@ -163,7 +165,7 @@ def jit_over_scopes(
     if isinstance(donate_argnums, int):
         donate_argnums = (donate_argnums,)
     return _ScopeJit(
-        fn, static_argnums, static_argnames, donate_argnums, device, backend, module_key
+        fn, static_argnums, static_argnames, donate_argnums, device, backend, module_key, name
     ).call
 
 
@@ -195,6 +197,7 @@ class _ScopeJit:
         device: Any,
         backend: str | None,
         module_key: Callable | None,
+        name: str | None = None,
     ):
         self.fn = fn
         self.static_argnums = static_argnums
@@ -203,8 +206,15 @@ class _ScopeJit:
         self.counters_after: dict[_Static, dict] = {}
         self.needed: dict[_Static, tuple] = {}
         # Donated positions count the caller's arguments; they live inside `dynamic`.
+        run = self.run
+        if name is not None:
+
+            def run(*args):
+                return self.run(*args)
+
+            run.__name__ = run.__qualname__ = name
         self.compiled = jax.jit(
-            self.run,
+            run,
             static_argnums=(0,),
             donate_argnums=(4,) if donate_argnums else (),
             device=device,

@@ -20,10 +20,14 @@ program, not once per instance. That is why reuse is off by default.
 
 Reuse applies only where it is safe and pays:
 
-* inside a JAX trace (an argument is a tracer); eager calls run as always;
+* inside a JAX trace (an argument is a tracer) of a model traced into a program
+  compiled as a whole (jit, make_jaxpr, also under grad or vmap there); an eager
+  model, or one under an eager grad or vmap, runs as always, lifted transforms
+  inside it too (a compiled program could round differently from op by op);
 * below the outermost call (which starts the per-trace cache, so nothing is
   reused across traces: each ``jax.jit`` trace of a model traces its blocks);
-* for methods that call submodules (learned per class and method on the first
+* for methods that call submodules (learnt per class and method, process-wide,
+  from a call outside reuse, such as an eager ``init``, or else from the first
   reuse trace); a leaf layer's trace costs less than a cached call;
 * with hashable attributes and non-array arguments, no Module or Variable among
   them, every rng stream derived by path, and only method wrappers that can work
@@ -44,6 +48,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
+import jax.interpreters.partial_eval as pe
 
 from linen.core.config import config
 from linen.module import MethodWrapper, Module
@@ -59,6 +64,8 @@ from linen.module.dispatch import (
 __all__ = ['linen_reuse_traces', 'reuse_enabled', 'reuse_wrapper']
 
 _Tracer = jax.core.Tracer
+# The tracer of a trace that stages operations into a program (None: reuse never applies).
+_STAGING: Any = getattr(pe, 'DynamicJaxprTracer', None)
 
 # None: follow the config flag; True/False: switched in this context.
 _switch: contextvars.ContextVar[bool | None] = contextvars.ContextVar(
@@ -119,6 +126,11 @@ def _on_config_change(name: str, value: Any) -> None:
 config.on_change(_on_config_change)
 
 
+# The reused program's name: a reused call shows as ``jit(linen_reuse)`` in op names,
+# between the instance's own profiling label and its submodules' labels.
+REUSED_NAME = 'linen_reuse'
+
+
 class _NotReusable(Exception):
     """Raised inside a reuse trace that met something only ordinary tracing handles."""
 
@@ -126,9 +138,10 @@ class _NotReusable(Exception):
 class _Session:
     """The reuse state of one outermost call (one trace of a model)."""
 
-    __slots__ = ('calls', 'inside', 'jitted', 'refused')
+    __slots__ = ('calls', 'inside', 'jitted', 'refused', 'reuse')
 
-    def __init__(self) -> None:
+    def __init__(self, reuse: bool) -> None:
+        self.reuse = reuse  # False: only learn which methods call submodules
         self.calls = 0  # wrapped calls seen, to learn which methods call submodules
         self.inside: Any = None  # the inner root scope while a reuse trace runs
         self.jitted: Callable | None = None  # the lifted jit holding the programs
@@ -168,6 +181,31 @@ def _static(value: Any) -> Any:
 def _program_key(module: Any, fun: Callable, treedef: Any, statics: tuple) -> tuple:
     fields = tuple(_static(module.__dict__[f]) for f in field_names(type(module)))
     return (type(module), fun, fields, treedef, statics)
+
+
+def _staged(value: Any) -> bool:
+    """Whether ``value`` is staged into a program (jit, make_jaxpr), not computed as
+    it goes (an eager call, or an eager ``grad`` or ``vmap`` of one)."""
+    while isinstance(value, _Tracer):
+        if type(value) is _STAGING:
+            return True
+        # A JVP or linearize tracer's primal, a batch tracer's value: the trace below.
+        value = getattr(value, 'primal', getattr(value, 'val', None))
+    return False
+
+
+def _compiled_whole(module: Any, args: tuple, kwargs: dict) -> bool:
+    """Whether the outermost call is traced into a program compiled as a whole.
+
+    Otherwise its operations run one by one (eagerly, or under an eager ``grad``,
+    and so do the bodies of lifted transforms such as ``remat`` inside it), and a
+    reused call, a compiled program, could round differently from them.
+    """
+    for leaf in jax.tree_util.tree_leaves((args, kwargs)):
+        if isinstance(leaf, (_Tracer, jax.Array)):
+            return _staged(leaf)
+    # No array argument: the variables tell.
+    return any(_staged(leaf) for leaf in jax.tree_util.tree_leaves(module.variables))
 
 
 def _split(args: tuple, kwargs: dict) -> tuple[list, Any, tuple, tuple, bool]:
@@ -256,7 +294,7 @@ def _reuse(session: _Session, next_fn, args: tuple, kwargs: dict, context) -> An
     if session.jitted is None:
         from linen.transforms._jit import jit_over_scopes
 
-        session.jitted = jit_over_scopes(_body, module_key=_module_key)
+        session.jitted = jit_over_scopes(_body, module_key=_module_key, name=REUSED_NAME)
     jitted = session.jitted
     extra = (key, module, context.method, context.method_name, compact, treedef, statics, positions)
     try:
@@ -284,8 +322,9 @@ def reuse_method_call(next_fn, args: tuple, kwargs: dict, context) -> Any:
     """The ``linen_method_wrapper`` of trace reuse (see the module docstring)."""
     session = _session.get()
     if session is None:
-        # The outermost call: its trace gets its own cache of programs.
-        token = _session.set(_Session())
+        # The outermost call: its trace gets its own cache of programs; inside a
+        # call not compiled as a whole nothing is reused (but methods are learnt).
+        token = _session.set(_Session(_compiled_whole(context.module, args, kwargs)))
         try:
             return next_fn(*args, **kwargs)
         finally:
@@ -301,7 +340,18 @@ def reuse_method_call(next_fn, args: tuple, kwargs: dict, context) -> Any:
         if context.module.scope.path[: len(prefix)] != prefix:
             raise _NotReusable
         return next_fn(*args, **kwargs)
-    if _composite.get((type(context.module), context.method)) is False:
+    composite = _composite.get((type(context.module), context.method))
+    if not session.reuse:
+        if composite is None:
+            # Learn whether the method calls submodules from a call that runs as
+            # usual (an eager init, say), so a later trace reuses what repeats
+            # from its first call, and never puts a leaf layer behind a boundary.
+            before = session.calls
+            y = next_fn(*args, **kwargs)
+            _composite[type(context.module), context.method] = session.calls > before
+            return y
+        return next_fn(*args, **kwargs)
+    if composite is False:
         return next_fn(*args, **kwargs)
     if not wrappers_are_relative():
         return next_fn(*args, **kwargs)
@@ -314,7 +364,9 @@ def _pass_through(next_fn, args: tuple, kwargs: dict, context) -> Any:
 
 # Reuse needs nothing done outside a compiled boundary; having the half keeps the
 # chain "relative", so nn.jit's and reuse's programs serve every instance.
-_REUSE = MethodWrapper(reuse_method_call, at_boundary=_pass_through)
+# It runs before a module's lazy setup: a reused call's setup runs on the clone
+# inside the program, once per program, not once more outside per instance.
+_REUSE = MethodWrapper(reuse_method_call, at_boundary=_pass_through, before_setup=True)
 
 
 def reuse_wrapper() -> MethodWrapper | None:
