@@ -49,12 +49,15 @@ class Tree(nn.Module):
 
 @pytest.fixture
 def labels_off():
-    """Switch linen-profiling's labelling wrapper off (a no-op without linen-profiling)."""
-    before = config.linen_profile
+    """Switch the siblings' wrappers off: linen-profiling's labels and linen-transforms'
+    trace reuse (on when the suite runs with ``LINEN_REUSE_TRACES=1``); no-ops without them."""
+    before = config.linen_profile, config.linen_reuse_traces
     config.update('linen_profile', False)
+    config.update('linen_reuse_traces', False)
     _dispatch.invalidate_method_wrappers(everywhere=True)
     yield
-    config.update('linen_profile', before)
+    config.update('linen_profile', before[0])
+    config.update('linen_reuse_traces', before[1])
     _dispatch.invalidate_method_wrappers(everywhere=True)
 
 
@@ -76,7 +79,9 @@ def test_no_plugin_active_means_no_runner(labels_off):
 
 
 def test_no_runner_in_fresh_interpreter_without_profiling():
-    env = dict(os.environ, LINEN_DISABLE_PLUGINS='profiling', JAX_PLATFORMS='cpu')
+    env = dict(
+        os.environ, LINEN_DISABLE_PLUGINS='profiling', LINEN_REUSE_TRACES='0', JAX_PLATFORMS='cpu'
+    )
     code = (
         'import json; from linen.module import _dispatch; '
         'print(json.dumps(_dispatch.get_runner() is None))'

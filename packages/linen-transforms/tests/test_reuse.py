@@ -206,6 +206,49 @@ def test_each_block_keeps_its_profiling_label_and_costs():
         assert got[f'Stack/Block_{i}/Dense_0'].flops == ref[f'Stack/Block_{i}/Dense_0'].flops
 
 
+def test_each_block_keeps_its_backward_costs_in_a_train_step():
+    # The kernel gradient's convolution is rebuilt by XLA without a label; the
+    # report finds it in the unoptimized program, where a reused block is one
+    # function called once per instance: each call gets its own label.
+    class ConvBlock(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.relu(nn.Conv(4, (3, 3), use_bias=False)(x))
+
+    class ConvStack(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            for _ in range(3):
+                x = ConvBlock()(x)
+            return x
+
+    from linen.profiling import module_costs
+
+    # (3 channels in: the first block is a program of its own, the others share one)
+    x = jnp.ones((2, 6, 6, 3))
+    variables = ConvStack().init(jax.random.key(0), x)
+
+    def costs():
+        # a fresh function each time, so no JAX tracing cache answers
+        def step(v, x):
+            return jax.grad(lambda v: jnp.sum(ConvStack().apply(v, x) ** 2))(v)
+
+        return module_costs(step, variables, x)
+
+    ref = costs()
+    with linen_reuse_traces():
+        got = costs()
+    assert any('jit(linen_reuse)' in i.op_name for i in got.instructions)
+    for i in range(3):
+        path = f'ConvStack/ConvBlock_{i}/Conv_0'
+        # SAME padding: at most 9 taps per output position
+        assert 0 < ref[path].forward_flops <= 2 * 2 * 6 * 6 * 4 * (3 if i == 0 else 4) * 9
+        assert got[path].forward_flops == ref[path].forward_flops
+        # the kernel gradient, and the input gradient for all but the first block
+        assert ref[path].backward_flops == (1 if i == 0 else 2) * ref[path].forward_flops
+        assert got[path].backward_flops == ref[path].backward_flops
+
+
 SETUP_RUNS: list[str] = []
 
 

@@ -193,9 +193,20 @@ def label_at_boundary(next_fn, args: tuple, kwargs: dict[str, Any], context) -> 
     else:
         name = cached_profiling_name(context.module, context.method_name, method)
     outer = _boundary.get()
+    relative = _relative.setdefault((type(context.module), context.method_name), set())
+    if outer is not None and outer.skip == name:
+        # The inner call of another boundary (an nn.jit block that trace reuse runs
+        # as a compiled program): the label is outside already.
+        path = _stack.get()
+        boundary_token = _boundary.set(_Boundary(name, relative, len(path)))
+        try:
+            return next_fn(*args, **kwargs)
+        finally:
+            _boundary.reset(boundary_token)
+            for rel in tuple(relative):
+                _emit(path + rel, outer)
     path = (*_stack.get(), name)
     _emit(path, outer)
-    relative = _relative.setdefault((type(context.module), context.method_name), set())
     token = _stack.set(path)
     boundary_token = _boundary.set(_Boundary(name, relative, len(path)))
     try:

@@ -82,15 +82,52 @@ def _path_and_phase(op_name: str) -> tuple[str, str]:
     return module_path_from_op_name(op_name), phase_of_op_name(op_name)
 
 
+def _join(prefix: str, op_name: str) -> str:
+    return f'{prefix}/{op_name}' if prefix and op_name else prefix or op_name
+
+
+def _call_prefixes(module: HloModuleText):
+    """``prefixes(computation name)``: the labels its instructions get, one per call site.
+
+    An unoptimized program keeps a called function (a nested ``jax.jit``, such as a
+    block trace reuse runs as one program) as a computation whose instructions
+    carry labels relative to the call; XLA's inliner puts the ``call``'s label in
+    front. Other callers (loops, conditionals) add nothing.
+    """
+    sites: dict[str, list[tuple[str, str]]] = {}
+    for computation in module.computations.values():
+        for instruction in computation.instructions.values():
+            added = instruction.op_name if instruction.opcode == 'call' else ''
+            for callee in instruction.called:
+                sites.setdefault(callee, []).append((computation.name, added))
+    memo: dict[str, list[str]] = {}
+
+    def prefixes(name: str) -> list[str]:
+        if name not in memo:
+            memo[name] = ['']  # (a cycle, which HLO has none of, ends here)
+            callers = sites.get(name)
+            if callers:
+                memo[name] = [
+                    _join(p, added) for caller, added in callers for p in prefixes(caller)
+                ]
+        return memo[name]
+
+    return prefixes
+
+
 def _match_matmuls(module: HloModuleText, lowered: HloModuleText) -> None:
     # Unoptimized matmuls by (FLOPs, output elements), in program order.
     pool: dict[tuple, list[str]] = {}
     lowered_counts: dict[tuple, int] = {}
+    prefixes = _call_prefixes(lowered)
     for computation, instruction in _matmuls(lowered):
         key = _key(lowered, computation, instruction)
-        lowered_counts[key] = lowered_counts.get(key, 0) + 1
-        if instruction.op_name:
-            pool.setdefault(key, []).append(instruction.op_name)
+        # Once per call site of its computation (a reused block's program is one
+        # computation called once per instance), under that site's label.
+        for prefix in prefixes(computation.name):
+            lowered_counts[key] = lowered_counts.get(key, 0) + 1
+            if instruction.op_name:
+                pool.setdefault(key, []).append(_join(prefix, instruction.op_name))
     callers = _fusion_callers(module)
     labelled, unlabelled = [], []
     counts: dict[tuple, int] = {}

@@ -340,7 +340,14 @@ def reuse_method_call(next_fn, args: tuple, kwargs: dict, context) -> Any:
         if context.module.scope.path[: len(prefix)] != prefix:
             raise _NotReusable
         return next_fn(*args, **kwargs)
-    composite = _composite.get((type(context.module), context.method))
+    module = context.module
+    if getattr(getattr(type(module), context.method_name, None), 'inner_fun', None) is not (
+        context.method
+    ):
+        # Not the class's own method: a function a lifted transform runs on the
+        # module (an nn.cond branch, say), whose compact mode the caller decides.
+        return next_fn(*args, **kwargs)
+    composite = _composite.get((type(module), context.method))
     if not session.reuse:
         if composite is None:
             # Learn whether the method calls submodules from a call that runs as
@@ -348,7 +355,7 @@ def reuse_method_call(next_fn, args: tuple, kwargs: dict, context) -> Any:
             # from its first call, and never puts a leaf layer behind a boundary.
             before = session.calls
             y = next_fn(*args, **kwargs)
-            _composite[type(context.module), context.method] = session.calls > before
+            _composite[type(module), context.method] = session.calls > before
             return y
         return next_fn(*args, **kwargs)
     if composite is False:
