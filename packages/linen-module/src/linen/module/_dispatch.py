@@ -174,16 +174,13 @@ def _compose_boundary(halves: tuple[Callable, ...]) -> Callable:
 
 
 def _compose_before_setup(wraps: tuple[Callable, ...], rest: _Chain | None) -> Callable:
-    def run(module, fun, method_name, is_compact, args, kwargs):
-        context = MethodCallContext(module, method_name, fun)
+    around = _compose_boundary(wraps)  # the same links: `wraps` around a function
 
+    def run(module, fun, method_name, is_compact, args, kwargs):
         def after(*a, **k):
             return _call_wrapped_method(module, fun, method_name, is_compact, a, k, rest)
 
-        next_fn: Callable = after
-        for wrap in reversed(wraps):
-            next_fn = _Link(wrap, next_fn, context)
-        return next_fn(*args, **kwargs)
+        return around(after, module, method_name, fun, args, kwargs)
 
     return run
 
