@@ -63,8 +63,10 @@ _pm: pluggy.PluginManager | None = None
 # can see it, when a plugin module asks for the manager while it is imported.
 _loading: pluggy.PluginManager | None = None
 _load_errors: list[PluginError] = []
-# name of a registered plugin -> the distribution that provides it
-_distributions: dict[str, str] = {}
+# name of a registered plugin -> the distribution that provides it: its name, or
+# the entry point's Distribution until a message needs the name (reading it parses
+# the distribution's metadata file, a cost every import would pay otherwise)
+_distributions: dict[str, Any] = {}
 _listeners: list[Callable[[], None]] = []
 # Bumped whenever the set of plugins changes; caches (the dispatcher's wrapper
 # chain, the facade's export table) compare against it.
@@ -180,14 +182,13 @@ def _load() -> list[_Problem]:
         disabled = _disabled_names()
         loaded: list[tuple[Any, str, str]] = []
         for ep in sorted(_entry_points(), key=lambda e: e.name):
-            ep_dist = getattr(ep, 'dist', None)
-            dist = ep_dist.name if ep_dist is not None else '<unknown>'
-            if _is_disabled(ep.name, dist, disabled):
+            dist = getattr(ep, 'dist', None) or '<unknown>'
+            if disabled and _is_disabled(ep.name, _dist_name(dist), disabled):
                 continue
             try:
                 plugin = ep.load()
             except Exception as exc:
-                err = PluginLoadError(ep.name, dist, exc)
+                err = PluginLoadError(ep.name, _dist_name(dist), exc)
                 err.__cause__ = exc
                 _load_errors.append(err)
                 problems.append(_Problem(err))
@@ -210,8 +211,13 @@ def _load() -> list[_Problem]:
     return problems
 
 
+def _dist_name(distribution: Any) -> str:
+    """A distribution's name, from its name or its ``importlib.metadata.Distribution``."""
+    return distribution if isinstance(distribution, str) else distribution.name
+
+
 def _unknown_hook_names(
-    pm: pluggy.PluginManager, plugin: Any, name: str, distribution: str
+    pm: pluggy.PluginManager, plugin: Any, name: str, distribution: Any
 ) -> list[_Problem]:
     """A ``linen_*`` function of a plugin that matches no hook spec (``linen_export``)."""
     problems = []
@@ -235,7 +241,8 @@ def _unknown_hook_names(
         close = [k for k in known if _similar(attr, k)]
         hint = f' Did you mean {close[0]!r}?' if close else f' Known hooks: {", ".join(known)}.'
         err = PluginError(
-            f'linen plugin "{name}" (entry point "{name}" of distribution "{distribution}") '
+            f'linen plugin "{name}" (entry point "{name}" of distribution '
+            f'"{_dist_name(distribution)}") '
             f'defines {attr}, which is not a linen hook, so it is never called.{hint}'
         )
         problems.append(_Problem(err, PluginHookNameWarning))
@@ -246,14 +253,14 @@ def _similar(a: str, b: str) -> bool:
     return difflib.SequenceMatcher(None, a, b).ratio() >= 0.8
 
 
-def _register(pm: pluggy.PluginManager, plugin: Any, name: str, distribution: str):
+def _register(pm: pluggy.PluginManager, plugin: Any, name: str, distribution: Any):
     """Register ``plugin``; return the :class:`PluginLoadError` if pluggy refuses it."""
     if pm.is_registered(plugin) or pm.get_plugin(name) is not None:
         return None
     try:
         pm.register(plugin, name=name)
     except Exception as exc:
-        err = PluginLoadError(name, distribution, exc)
+        err = PluginLoadError(name, _dist_name(distribution), exc)
         err.__cause__ = exc
         return err
     _distributions[name] = distribution
@@ -303,7 +310,7 @@ def plugin_distribution(plugin: Any) -> tuple[str, str]:
     """``(plugin name, distribution name)`` of a registered plugin object."""
     pm = get_plugin_manager()
     name = pm.get_name(plugin) or repr(plugin)
-    return name, _distributions.get(name, '<unknown>')
+    return name, _dist_name(_distributions.get(name, '<unknown>'))
 
 
 def load_errors() -> list[PluginError]:
