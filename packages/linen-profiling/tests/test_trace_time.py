@@ -30,10 +30,22 @@ class Model(nn.Module):
         return Sleeper(FAST, name='fast')(x)
 
 
+# A busy machine (a shared CI runner) stretches a run now and then: timings are
+# compared on the quickest of a few runs, which load only ever makes slower.
+RUNS = 3
+
+
+def _quickest_trace_times(model, variables, x):
+    return min(
+        (trace_times(model.apply, variables, x) for _ in range(RUNS)),
+        key=lambda times: times.total_seconds,
+    )
+
+
 def test_self_and_inclusive_times_match_known_sleeps():
     model, x = Model(), jnp.ones((2, 3))
     variables = model.init(jax.random.key(0), x)
-    times = trace_times(model.apply, variables, x)
+    times = _quickest_trace_times(model, variables, x)
     slow, fast = times['Model/slow'], times['Model/fast']
     # Self time is the sleep plus a little tracing of the module's own code
     # (the Dense inside is its own row).
@@ -55,11 +67,14 @@ def test_rows_sum_to_an_independently_measured_trace_time():
     variables = model.init(jax.random.key(0), x)
     trace_times(model.apply, variables, x)  # warm: first-time imports and caches
     # The same trace, timed here without the recording wrapper (a fresh
-    # callable, so jit's trace cache cannot answer for it).
-    started = time.perf_counter()
-    jax.make_jaxpr(functools.partial(model.apply))(variables, x)
-    measured = time.perf_counter() - started
-    times = trace_times(model.apply, variables, x)
+    # callable each time, so jit's trace cache cannot answer for it).
+    durations = []
+    for _ in range(RUNS):
+        started = time.perf_counter()
+        jax.make_jaxpr(functools.partial(model.apply))(variables, x)
+        durations.append(time.perf_counter() - started)
+    measured = min(durations)
+    times = _quickest_trace_times(model, variables, x)
     # The sleeps (0.1 s) dominate both, so 10 % is far above timing noise.
     assert sum(row.seconds for row in times.rows) == pytest.approx(measured, rel=0.10)
     assert sum(row.seconds for row in times.rows if row.path) == pytest.approx(measured, rel=0.10)
