@@ -314,6 +314,37 @@ def test_an_eager_grad_or_remat_is_not_reused():
     _equal(got, ref)
 
 
+def test_lazy_init_is_not_reused():
+    # lazy_init traces the forward but runs the initializers op by op on concrete
+    # keys; blocks under nn.vmap see traced keys, and a reused block there would
+    # compute its parameters as a compiled program, which may round differently.
+    class Inner(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            attend = nn.MultiHeadDotProductAttention(
+                num_heads=1, qkv_features=4, out_features=3, deterministic=True
+            )
+            return attend(attend(x))
+
+    class Top(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            mapped = nn.vmap(
+                Inner,
+                variable_axes={'params': 0},
+                split_rngs={'params': True},
+                in_axes=0,
+                out_axes=0,
+            )
+            return mapped()(x)
+
+    x = jax.ShapeDtypeStruct((2, 2, 2, 3), jnp.float32)
+    ref = Top().lazy_init(jax.random.key(0), x)
+    with linen_reuse_traces():
+        got = Top().lazy_init(jax.random.key(0), x)
+    _equal(got, ref)
+
+
 def test_unhashable_attributes_fall_back_to_ordinary_tracing():
     class Scaled(nn.Module):
         factor: np.ndarray  # unhashable: reuse cannot key on it

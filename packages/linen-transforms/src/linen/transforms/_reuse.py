@@ -23,7 +23,8 @@ Reuse applies only where it is safe and pays:
 * inside a JAX trace (an argument is a tracer) of a model traced into a program
   compiled as a whole (jit, make_jaxpr, also under grad or vmap there); an eager
   model, or one under an eager grad or vmap, runs as always, lifted transforms
-  inside it too (a compiled program could round differently from op by op);
+  inside it too (a compiled program could round differently from op by op), and
+  so does ``lazy_init`` (its initializers run op by op on concrete keys);
 * below the outermost call (which starts the per-trace cache, so nothing is
   reused across traces: each ``jax.jit`` trace of a model traces its blocks);
 * for methods that call submodules (learnt per class and method, process-wide,
@@ -198,9 +199,17 @@ def _compiled_whole(module: Any, args: tuple, kwargs: dict) -> bool:
     """Whether the outermost call is traced into a program compiled as a whole.
 
     Otherwise its operations run one by one (eagerly, or under an eager ``grad``,
-    and so do the bodies of lifted transforms such as ``remat`` inside it), and a
-    reused call, a compiled program, could round differently from them.
+    and so do the bodies of lifted transforms such as ``remat`` inside it; in
+    ``lazy_init``, the initializers), and a reused call, a compiled program, could
+    round differently from them.
     """
+    scope = module.scope
+    if scope is not None and scope.flags.get('initializing'):
+        for stream in scope.rngs.values():
+            if not isinstance(getattr(stream, 'key', None), _Tracer):
+                # A traced forward over a concrete key: lazy_init, whose initializers
+                # run op by op off the trace (under nn.vmap too, on traced keys).
+                return False
     for leaf in jax.tree_util.tree_leaves((args, kwargs)):
         if isinstance(leaf, (_Tracer, jax.Array)):
             return _staged(leaf)
