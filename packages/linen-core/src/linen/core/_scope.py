@@ -748,7 +748,11 @@ def lazy_init(fn: Callable, mutable: Filter = True, flags: Mapping[str, Any] | N
     ``lazy_init(fn)(rngs, *args)`` returns the same (concrete) variables as
     ``init(fn)(rngs, *args)[1]``. Arguments may be ``jax.ShapeDtypeStruct`` where
     no variable depends on their value; the forward computation on them is never run.
+    Its scopes carry the flag ``lazy_init`` (``scope.flags['lazy_init'] is True``):
+    the initializers run op by op, and a transform that would compile part of the
+    function (trace reuse) leaves it alone, as it would round differently.
     """
+    flags = {**(flags or {}), 'lazy_init': True}
 
     def wrapper(rngs, *args, **kwargs):
         def variables(rngs, *args, **kwargs):

@@ -204,12 +204,10 @@ def _compiled_whole(module: Any, args: tuple, kwargs: dict) -> bool:
     round differently from them.
     """
     scope = module.scope
-    if scope is not None and scope.flags.get('initializing'):
-        for stream in scope.rngs.values():
-            if not isinstance(getattr(stream, 'key', None), _Tracer):
-                # A traced forward over a concrete key: lazy_init, whose initializers
-                # run op by op off the trace (under nn.vmap too, on traced keys).
-                return False
+    if scope is not None and scope.flags.get('lazy_init'):
+        # A traced forward whose initializers run op by op (off the trace, or from
+        # its pruned program evaluated equation by equation), under nn.vmap too.
+        return False
     for leaf in jax.tree_util.tree_leaves((args, kwargs)):
         if isinstance(leaf, (_Tracer, jax.Array)):
             return _staged(leaf)
