@@ -180,7 +180,7 @@ def _load() -> list[_Problem]:
     problems: list[_Problem] = []
     try:
         disabled = _disabled_names()
-        loaded: list[tuple[Any, str, str]] = []
+        loaded: list[tuple[Any, str, Any]] = []
         for ep in sorted(_entry_points(), key=lambda e: e.name):
             dist = getattr(ep, 'dist', None) or '<unknown>'
             if disabled and _is_disabled(ep.name, _dist_name(dist), disabled):
