@@ -266,16 +266,11 @@ def _body(extra: tuple, inner_scope: Any, *arrays: Any) -> Any:
 
 
 def _streams_allow_reuse(scope: Any) -> bool:
-    """Every rng stream is derived by path (the lifted jit passes path hashes), and
-    none that creates variables holds a concrete key: ``lazy_init`` runs initialisers
-    on concrete keys to get concrete variables, which a traced program cannot give."""
-    initializing = scope.flags.get('initializing')
-    for stream in scope.rngs.values():
-        if getattr(stream, 'path', None) is None:
-            return False
-        if initializing and not isinstance(stream.key, _Tracer):
-            return False
-    return True
+    """Every rng stream is derived by path (the lifted jit passes path hashes).
+
+    (``lazy_init``, whose initializers run op by op, never gets here: its scopes'
+    flag stops reuse for the whole call, see :func:`_compiled_whole`.)"""
+    return all(getattr(stream, 'path', None) is not None for stream in scope.rngs.values())
 
 
 def _reuse(session: _Session, next_fn, args: tuple, kwargs: dict, context) -> Any:
