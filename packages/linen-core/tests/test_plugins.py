@@ -262,6 +262,19 @@ def test_first_party_distributions_registered_through_entry_points():
     assert _bus.load_errors() == []
 
 
+def test_plugin_distribution_names_agree_with_importlib_metadata():
+    # The bus reads the Name header itself (importlib parses the whole file).
+    from importlib import metadata
+
+    pm = _bus.get_plugin_manager()
+    eps = metadata.entry_points(group=_bus.ENTRY_POINT_GROUP)
+    assert eps
+    for ep in eps:
+        plugin = pm.get_plugin(ep.name)
+        assert plugin is not None, ep.name
+        assert _bus.plugin_distribution(plugin) == (ep.name, ep.dist.metadata['Name'])
+
+
 def test_dir_lists_installed_names():
     names = dir(nn)
     assert names == sorted(names)
