@@ -216,7 +216,7 @@ def _dist_name(distribution: Any) -> str:
     if isinstance(distribution, str):
         return distribution
     # ``Distribution.name`` parses the whole METADATA file with the email parser on
-    # every read (~0.25 ms); its ``Name:`` header is among the first lines.
+    # every read; the ``Name:`` header is among the first lines.
     text = distribution.read_text('METADATA') or distribution.read_text('PKG-INFO') or ''
     for line in text.partition('\n\n')[0].splitlines():
         if line[:5].lower() == 'name:':
