@@ -14,6 +14,10 @@ from linen.core import spmd as spmd
 from linen.core import struct as struct
 from linen.core import traverse_util as traverse_util
 from linen.core.__about__ import __version__ as __version__
+from linen.core._binding import apply as apply
+from linen.core._binding import bind as bind
+from linen.core._binding import init as init
+from linen.core._binding import lazy_init as lazy_init
 from linen.core._bus import get_plugin_manager as get_plugin_manager
 from linen.core._filters import DenyList as DenyList
 from linen.core._filters import group_collections as group_collections
@@ -25,10 +29,6 @@ from linen.core._rng import LazyRng as LazyRng
 from linen.core._scope import Array as Array
 from linen.core._scope import Scope as Scope
 from linen.core._scope import Variable as Variable
-from linen.core._scope import apply as apply
-from linen.core._scope import bind as bind
-from linen.core._scope import init as init
-from linen.core._scope import lazy_init as lazy_init
 from linen.core.config import config as config
 from linen.core.frozen_dict import FrozenDict as FrozenDict
 from linen.core.frozen_dict import copy as copy

@@ -24,7 +24,8 @@ NAMES = NameTable(
         ),
         '._bus': ('get_plugin_manager',),
         '._rng': ('LazyRng',),
-        '._scope': ('Array', 'Scope', 'Variable', 'apply', 'bind', 'init', 'lazy_init'),
+        '._scope': ('Array', 'Scope', 'Variable'),
+        '._binding': ('apply', 'bind', 'init', 'lazy_init'),
         '.config': ('config',),
         '.hookspecs': ('hookimpl',),
         '.frozen_dict': ('FrozenDict', 'freeze', 'unfreeze', 'copy', 'pop', 'pretty_repr'),
@@ -54,7 +55,16 @@ NAMES = NameTable(
         'register_plugin': '._bus:register',
         'unregister_plugin': '._bus:unregister',
     },
-    eager=('.errors', '._filters', '._bus', '._rng', '._scope', '.config', '.hookspecs'),
+    eager=(
+        '.errors',
+        '._filters',
+        '._bus',
+        '._rng',
+        '._scope',
+        '._binding',
+        '.config',
+        '.hookspecs',
+    ),
 )
 
 # What ``linen.nn`` offers: the names flax.linen has of flax.core ...

@@ -19,13 +19,13 @@ import jax
 
 from linen.core import errors
 from linen.core._filters import Filter, in_filter
-from linen.core._lazy_init import EAGER_LAZY_INIT, concrete_call, partial_init
+from linen.core._lazy_init import EAGER_LAZY_INIT, concrete_call
 from linen.core._param_shapes import check_param_shape
 from linen.core._rng import LazyRng, RngStream, check_rngs
 from linen.core._staged_init import STAGING_TRACER, call_initializer
 from linen.core.config import config
 
-__all__ = ['Array', 'LazyRng', 'Scope', 'Variable', 'init', 'apply', 'bind', 'lazy_init']
+__all__ = ['Array', 'LazyRng', 'Scope', 'Variable']
 
 Array = jax.Array
 
@@ -671,9 +671,6 @@ def _thaw(x: Any) -> Any:
     return x
 
 
-# --------------------------------------------------------------- init / apply
-
-
 def _check_variables(variables: Any) -> None:
     # (type tests first: a dict needs no trip through the Mapping ABC, on every apply)
     if type(variables) is not dict and not isinstance(variables, Mapping):
@@ -685,79 +682,3 @@ def _check_variables(variables: Any) -> None:
         params = variables['params']
         if params is not None and 'params' in params:
             raise errors.ApplyScopeInvalidVariablesStructureError(variables)
-
-
-def bind(
-    variables: Mapping[str, Any],
-    rngs: Any = None,
-    mutable: Filter = False,
-    flags: Mapping[str, Any] | None = None,
-) -> Scope:
-    """A root scope over ``variables``; mutable collections are copied, never mutated in place."""
-    _check_variables(variables)
-    if rngs is None:
-        streams = {}
-    else:
-        streams = {k: RngStream(v) for k, v in check_rngs(rngs, 'apply').items()}
-    if mutable is False:  # (apply's default: nothing is copied)
-        own = dict(variables)
-    else:
-        own = {col: (_thaw(v) if in_filter(mutable, col) else v) for col, v in variables.items()}
-    flags = dict(flags or {})
-    # Read the global flag once per binding, not per parameter: config.update
-    # then takes effect on the next init/apply.
-    if 'shape_check' not in flags:
-        flags['shape_check'] = config.linen_shape_check
-    return Scope(_Root(own, mutable), rngs=streams, flags=flags)
-
-
-def apply(fn: Callable, mutable: Filter = False, flags: Mapping[str, Any] | None = None):
-    """Functionalise ``fn(scope, *args)``: ``apply(fn)(variables, *args, rngs=None)``.
-
-    Returns ``y``, or ``(y, mutated_variables)`` when ``mutable`` is not False.
-    """
-
-    @functools.wraps(fn)
-    def wrapper(variables, *args, rngs=None, **kwargs):
-        root = bind(variables, rngs=rngs, mutable=mutable, flags=flags)
-        try:
-            y = fn(root, *args, **kwargs)
-            if mutable is not False:
-                return y, root.mutable_variables(copy=False)
-            return y
-        finally:
-            root.invalidate()
-
-    return wrapper
-
-
-def init(fn: Callable, mutable: Filter = True, flags: Mapping[str, Any] | None = None):
-    """Functionalise ``fn(scope, *args)``: ``init(fn)(rngs, *args)`` returns ``(y, variables)``."""
-
-    @functools.wraps(fn)
-    def wrapper(rngs, *args, **kwargs):
-        rngs = check_rngs(rngs)
-        return apply(fn, mutable=mutable, flags=flags)({}, *args, rngs=rngs, **kwargs)
-
-    return wrapper
-
-
-def lazy_init(fn: Callable, mutable: Filter = True, flags: Mapping[str, Any] | None = None):
-    """Like :func:`init`, but runs only the work the variables depend on.
-
-    ``lazy_init(fn)(rngs, *args)`` returns the same (concrete) variables as
-    ``init(fn)(rngs, *args)[1]``. Arguments may be ``jax.ShapeDtypeStruct`` where
-    no variable depends on their value; the forward computation on them is never run.
-    Its scopes carry the flag ``lazy_init`` (``scope.flags['lazy_init'] is True``):
-    the initializers run op by op, and a transform that would compile part of the
-    function (trace reuse) leaves it alone, as it would round differently.
-    """
-    flags = {**(flags or {}), 'lazy_init': True}
-
-    def wrapper(rngs, *args, **kwargs):
-        def variables(rngs, *args, **kwargs):
-            return init(fn, mutable=mutable, flags=flags)(rngs, *args, **kwargs)[1]
-
-        return partial_init(variables, rngs, *args, **kwargs)
-
-    return wrapper

@@ -7,6 +7,10 @@ True
 
 from __future__ import annotations
 
+from linen.core._binding import apply as apply
+from linen.core._binding import bind as bind
+from linen.core._binding import init as init
+from linen.core._binding import lazy_init as lazy_init
 from linen.core._filters import CollectionFilter as CollectionFilter
 from linen.core._filters import DenyList as DenyList
 from linen.core._filters import Filter as Filter
@@ -21,10 +25,6 @@ from linen.core._rng import LazyRng as LazyRng
 from linen.core._scope import Array as Array
 from linen.core._scope import Scope as Scope
 from linen.core._scope import Variable as Variable
-from linen.core._scope import apply as apply
-from linen.core._scope import bind as bind
-from linen.core._scope import init as init
-from linen.core._scope import lazy_init as lazy_init
 
 __all__ = [
     'Array',
