@@ -1,9 +1,10 @@
 """Root scopes: ``bind``, ``apply``, ``init`` and ``lazy_init``.
 
-Each turns a function of a scope into a function of variables: it checks the
-variables it is given, binds a root :class:`~linen.core.scope.Scope` over them
-(mutable collections copied, never mutated in place), runs the function and hands
-back what it returned and, where asked, the collections it changed.
+``bind`` checks the variables it is given and makes a root
+:class:`~linen.core.scope.Scope` over them (mutable collections copied, never mutated
+in place). ``apply``, ``init`` and ``lazy_init`` turn a function of a scope into a
+function of variables: they run it on such a root and hand back what it returned and,
+where asked, the collections it changed.
 """
 
 from __future__ import annotations
