@@ -170,3 +170,89 @@ def test_module_paths():
         return {p: (type(m).__name__, m.parent is None, m.scope is None) for p, m in paths.items()}
 
     assert program(linen_nn) == program(flax_nn)
+
+
+def _dataclass_surface(nn):
+    class A(nn.Module):
+        x: int = 1
+        y: int = dataclasses.field(default=2, compare=False)
+        z: int = dataclasses.field(default=3, hash=False)
+
+    seen = {
+        'params': {
+            s: getattr(A.__dataclass_params__, s)
+            for s in ('init', 'repr', 'eq', 'order', 'unsafe_hash', 'frozen', 'kw_only')
+        },
+        'eq': [A() == A(), A(x=2) == A(), A(y=5) == A(), A(z=5) == A(), A(name='a') == A()],
+        'hash': [hash(A(y=5)) == hash(A()), hash(A(z=5)) == hash(A()), hash(A(x=2)) == hash(A())],
+    }
+
+    @dataclasses.dataclass
+    class Redecorated(A):
+        w: int = 4
+
+    seen['redecorated'] = (Redecorated().w, Redecorated(x=5) == Redecorated(x=5))
+
+    @dataclasses.dataclass
+    class Mixin:
+        m: int = 7
+
+    class Mixed(Mixin, nn.Module):
+        c: int = 1
+
+    seen['mixed'] = (Mixed().m, Mixed(3, 4).c, [f.name for f in dataclasses.fields(Mixed)])
+
+    @dataclasses.dataclass(frozen=True)
+    class FrozenMixin:
+        m: int = 7
+
+    try:
+
+        class OnFrozen(FrozenMixin, nn.Module):
+            c: int = 1
+
+        seen['on_frozen'] = 'accepted'
+    except TypeError as exc:
+        seen['on_frozen'] = str(exc)
+
+    class Own(nn.Module):
+        v: int = 1
+
+        def __hash__(self):
+            return 5
+
+        def __setattr__(self, name, value):
+            object.__setattr__(self, name, value * 2 if name == 'w' else value)
+
+    own = Own()
+    own.w = 4
+    seen['own'] = (hash(Own(2)), own.w)
+    return seen
+
+
+def test_dataclass_record_eq_hash_and_subclassing():
+    assert _dataclass_surface(linen_nn) == _dataclass_surface(flax_nn)
+
+
+def test_hash_of_module_with_unhashable_field_error_text():
+    def program(nn):
+        class Widths(nn.Module):
+            widths: list
+
+        return hash(Widths([2, 3]))
+
+    exc = _assert_same_error(program)
+    assert str(exc).endswith('Field `widths` holds an unhashable list.')
+
+
+def test_hash_of_module_defining_eq_alone_error_text():
+    def program(nn):
+        class EqOnly(nn.Module):
+            v: int = 1
+
+            def __eq__(self, other):
+                return True
+
+        return hash(EqOnly())
+
+    _assert_same_error(program)

@@ -347,6 +347,111 @@ def test_dataclass_fields_equality_and_keyword_name():
         Linear(3, None, 'positional-name')
 
 
+def test_dataclass_record_is_flax_s_and_plain_dataclasses_mix_in():
+    # Flax makes a Module class `dataclass(eq=True, unsafe_hash=True, repr=False)`,
+    # not frozen: what `__dataclass_params__` records and what subclasses may do.
+    params = Linear.__dataclass_params__
+    assert (params.init, params.repr, params.eq, params.unsafe_hash, params.frozen) == (
+        True,
+        False,
+        True,
+        True,
+        False,
+    )
+
+    @dataclasses.dataclass
+    class Mixin:
+        m: int = 7
+
+    class Mixed(Mixin, nn.Module):
+        c: int = 1
+
+    assert [f.name for f in dataclasses.fields(Mixed)] == ['m', 'c', 'parent', 'name']
+    assert (Mixed().m, Mixed(3, 4).c) == (7, 4)
+
+    @dataclasses.dataclass
+    class Redecorated(Linear):  # a plain decorator on a Module subclass
+        extra: int = 4
+
+    assert Redecorated(3).extra == 4 and Redecorated(3).features == 3
+
+    @dataclasses.dataclass(frozen=True)
+    class FrozenMixin:
+        m: int = 7
+
+    with pytest.raises(TypeError, match='non-frozen dataclass from a frozen one'):
+
+        class OnFrozen(FrozenMixin, nn.Module):
+            c: int = 1
+
+
+def test_eq_and_hash_follow_the_compared_fields():
+    class Fields(nn.Module):
+        x: int = 1
+        ignored: int = dataclasses.field(default=2, compare=False)
+        unhashed: int = dataclasses.field(default=3, hash=False)
+
+    assert Fields() == Fields() and Fields() is not Fields()
+    assert Fields(x=2) != Fields()
+    assert Fields(ignored=5) == Fields()  # compare=False
+    assert Fields(unhashed=5) != Fields()  # compared, not hashed
+    assert Fields(name='a') != Fields() and Fields(name='a') == Fields(name='a')
+    assert Fields().__eq__(1) is NotImplemented
+    assert Fields(unhashed=5) != Linear(1)
+    # hash((x, name)): the fields hashed; `parent` is neither compared nor hashed
+    assert hash(Fields(unhashed=5, ignored=0)) == hash(Fields()) == hash((1, None))
+    assert hash(Fields(x=2, name='n')) == hash((2, 'n'))
+
+    class Sub(Fields):  # a subclass compares its own fields too
+        y: int = 0
+
+    assert Sub(y=1) != Sub() and Sub(y=1, ignored=0) == Sub(y=1)
+    assert hash(Sub(y=1, unhashed=0)) == hash(Sub(y=1)) != hash(Sub(y=2))
+
+
+def test_class_body_methods_are_kept():
+    class Own(nn.Module):
+        v: int = 1
+
+        def __eq__(self, other):
+            return isinstance(other, Own)
+
+        def __hash__(self):
+            return 5
+
+        def __setattr__(self, name, value):
+            object.__setattr__(self, name, value * 2 if name == 'w' else value)
+
+    assert Own(1) == Own(2) and hash(Own(3)) == 5
+    own = Own()
+    own.w = 4
+    assert own.w == 8
+    with pytest.raises(errors.HashBoundModuleError):
+        hash(Own().bind({}))  # the class's own hash, still refused once bound
+
+    class EqOnly(nn.Module):  # __eq__ without __hash__: unhashable, as in Python
+        v: int = 1
+
+        def __eq__(self, other):
+            return True
+
+    with pytest.raises(errors.UnhashableModuleError, match='defines `__eq__` without `__hash__`'):
+        hash(EqOnly())
+
+
+def test_hash_names_the_unhashable_field():
+    class Widths(nn.Module):
+        widths: list
+        depth: int = 2
+
+    with pytest.raises(errors.UnhashableModuleError) as info:
+        hash(Widths([2, 3]))
+    assert isinstance(info.value, TypeError)
+    assert str(info.value).startswith('Failed to hash Flax Module.')
+    assert str(info.value).endswith('Field `widths` holds an unhashable list.')
+    assert hash(Widths((2, 3))) == hash(((2, 3), 2, None))
+
+
 def test_constructor_keeps_the_dataclass_contract():
     """Module constructors write fields directly; the dataclass's contract must hold.
 

@@ -202,6 +202,32 @@ class HashBoundModuleError(LinenError, TypeError):
         super().__init__("Can't call __hash__ on modules that hold variables.")
 
 
+class UnhashableModuleError(LinenError, TypeError):
+    """``hash`` of a Module that holds an unhashable attribute; Flax's text first.
+
+    A Module hashes the tuple of its fields, so each must be hashable: pass a
+    tuple for a list, a ``FrozenDict`` for a dict. A Module class whose body
+    defines ``__eq__`` without ``__hash__`` is unhashable, as any Python class
+    (and a Flax Module) is.
+
+    >>> class Stack(nn.Module):
+    ...     widths: list
+    >>> hash(Stack([2, 3]))
+    Traceback (most recent call last):
+    ...
+    UnhashableModuleError: Failed to hash Flax Module.  The module probably contains unhashable attributes.  Module=Stack(
+        # attributes
+        widths = [2, 3]
+    ) Field `widths` holds an unhashable list.
+    """
+
+    def __init__(self, module_repr: str, detail: str = ''):
+        super().__init__(
+            'Failed to hash Flax Module.  The module probably contains unhashable '
+            f'attributes.  Module={module_repr}' + (f' {detail}' if detail else '')
+        )
+
+
 class PerturbationNotFoundError(LinenError, ValueError):
     """``perturb`` finds its collection in the variables but not its variable.
 

@@ -38,6 +38,7 @@ from linen.core._errors_module import (
     SetAttributeFrozenModuleError,
     SetAttributeInModuleSetupError,
     UnboundModuleError,
+    UnhashableModuleError,
 )
 from linen.core._errors_partitioning import (
     LogicalAxisRulesError,
@@ -113,6 +114,7 @@ __all__ = [
     'DescriptorAttributeError',
     'MergeParamError',
     'UnboundModuleError',
+    'UnhashableModuleError',
     'TransformTargetError',
     'TransformedMethodReturnValueError',
     'InvalidCheckpointError',

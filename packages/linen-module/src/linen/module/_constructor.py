@@ -1,21 +1,96 @@
-"""A Module class's ``__init__``: the dataclass's contract, without its per-field call.
+"""A Module class's generated methods: ``__init__``, ``__eq__`` and ``__hash__``.
 
-A frozen dataclass's ``__init__`` stores each field with a call of
-``object.__setattr__``. Every module made inline in a compact method pays it once
-per field on every call of its parent (half the cost of making a ``Dense``). The
-``__init__`` made here writes the instance ``__dict__`` instead.
+Flax makes a Module subclass a dataclass with ``eq=True`` and ``unsafe_hash=True``.
+``dataclasses`` compiles each generated method from source, one ``exec`` apiece:
+most of the cost of creating a Module class, paid for every layer a program
+imports. Here ``dataclasses`` only collects the fields and writes ``__init__``;
+``__eq__`` and the fields ``__hash__`` hashes are closures over attribute
+getters, with the semantics of the generated methods. The ``__init__`` is then replaced by one that
+writes the instance ``__dict__`` directly: the dataclass's stores each field
+with ``self.x = x``, a call of ``Module.__setattr__`` per field, paid by every
+module made inline in a compact method on every call of its parent.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import operator
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ['replace_frozen_init']
+__all__ = ['add_eq_and_hash', 'replace_dataclass_init']
 
 
-def replace_frozen_init(cls: type) -> None:
+def _tuple_getter(names: list[str]) -> Callable[[Any], tuple]:
+    if len(names) > 1:
+        return operator.attrgetter(*names)
+    if names:
+        one = operator.attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    return lambda obj: ()
+
+
+def add_eq_and_hash(cls: type) -> Callable[[Any], tuple] | None:
+    """Give dataclass ``cls`` the ``__eq__`` of ``eq=True``; return what it should hash.
+
+    As ``dataclasses`` does: an ``__eq__`` the class body defines is kept, and
+    the one made here compares the fields with ``compare=True`` as tuples between
+    instances of the same class. Flax asks for ``unsafe_hash`` unless the body
+    defines ``__hash__`` (or ``__eq__`` alone, which makes Python set it to
+    ``None``): then the class hashes the tuple of fields with ``hash=True``, or
+    ``hash=None`` and ``compare=True``, and the getter of that tuple is returned;
+    otherwise ``None`` (the class's own ``__hash__`` stands). The caller sets
+    ``__hash__``. ``__dataclass_params__`` then reads as Flax's.
+    """
+    own = cls.__dict__
+    fields = dataclasses.fields(cls)
+    if '__eq__' not in own:
+        compared = _tuple_getter([f.name for f in fields if f.compare])
+
+        def __eq__(self, other):
+            if self is other:
+                return True
+            if other.__class__ is self.__class__:
+                return compared(self) == compared(other)
+            return NotImplemented
+
+        __eq__.__qualname__ = f'{cls.__qualname__}.__eq__'
+        __eq__.__module__ = cls.__module__
+        cls.__eq__ = __eq__  # type: ignore[method-assign]
+    unsafe_hash = '__hash__' not in own
+    _set_params(cls, eq=True, unsafe_hash=unsafe_hash)
+    if not unsafe_hash:
+        return None
+    return _tuple_getter([f.name for f in fields if (f.compare if f.hash is None else f.hash)])
+
+
+def _set_params(cls: type, **changes: bool) -> None:
+    # `__dataclass_params__` records the arguments `dataclasses` was given; the
+    # methods made above are the ones `eq=True, unsafe_hash=True` would make.
+    params = cls.__dict__['__dataclass_params__']
+    kind = type(params)
+    try:
+        values = {slot: getattr(params, slot) for slot in kind.__slots__}
+        type.__setattr__(cls, '__dataclass_params__', kind(**{**values, **changes}))
+    except (AttributeError, TypeError):
+        pass  # a Python whose record has another shape keeps the one it made
+
+
+def _parameters(function: Callable) -> tuple[list[str], list[str], dict[str, Any]] | None:
+    """Positional and keyword-only parameter names after ``self``, and defaults."""
+    code = getattr(function, '__code__', None)
+    if code is None or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return None  # not a signature dataclasses makes
+    count, keyword_count = code.co_argcount, code.co_kwonlyargcount
+    positional = list(code.co_varnames[1:count])
+    keyword = list(code.co_varnames[count : count + keyword_count])
+    defaults = dict(zip(positional[::-1], (function.__defaults__ or ())[::-1], strict=False))
+    defaults.update(function.__kwdefaults__ or {})
+    return positional, keyword, defaults
+
+
+def replace_dataclass_init(cls: type) -> None:
     """Give dataclass ``cls`` an ``__init__`` that writes the instance ``__dict__`` directly.
 
     The signature and its defaults are taken from the dataclass's own ``__init__``;
@@ -33,30 +108,28 @@ def replace_frozen_init(cls: type) -> None:
             return
         if name.startswith('__linen'):
             return  # would clash with the generated function's own names
-    try:
-        parameters = list(inspect.signature(original).parameters.values())[1:]
-    except (TypeError, ValueError):
+    signature = _parameters(original)
+    if signature is None:
         return
-    if any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in parameters):
-        return  # not a signature dataclasses makes
+    positional, keyword, defaults = signature
     namespace: dict[str, Any] = {}
     # `self`, as in the dataclass's signature, unless a field or InitVar has that name
-    me = '__linen_self' if any(p.name == 'self' for p in parameters) else 'self'
+    me = '__linen_self' if 'self' in positional or 'self' in keyword else 'self'
     body = [f'    __linen_d = {me}.__dict__']
-    for p in parameters:
-        field = fields.get(p.name)
+    for name in positional + keyword:
+        field = fields.get(name)
         if field is None:
             continue  # an InitVar: only for __post_init__
         if field.default_factory is not dataclasses.MISSING:
             # The dataclass's default is a sentinel meaning "call the factory".
-            namespace[f'__linen_factory_{p.name}'] = field.default_factory
-            namespace[f'__linen_unset_{p.name}'] = p.default
+            namespace[f'__linen_factory_{name}'] = field.default_factory
+            namespace[f'__linen_unset_{name}'] = defaults[name]
             body.append(
-                f"    __linen_d['{p.name}'] = __linen_factory_{p.name}() "
-                f'if {p.name} is __linen_unset_{p.name} else {p.name}'
+                f"    __linen_d['{name}'] = __linen_factory_{name}() "
+                f'if {name} is __linen_unset_{name} else {name}'
             )
         else:
-            body.append(f"    __linen_d['{p.name}'] = {p.name}")
+            body.append(f"    __linen_d['{name}'] = {name}")
     for name, field in fields.items():
         if field.init:
             continue
@@ -67,11 +140,9 @@ def replace_frozen_init(cls: type) -> None:
             namespace[f'__linen_default_{name}'] = field.default
             body.append(f"    __linen_d['{name}'] = __linen_default_{name}")
     # InitVars go to __post_init__ positionally, in the order they were declared.
-    names = {p.name for p in parameters}
+    names = set(positional) | set(keyword)
     init_vars = [n for n in cls.__dict__['__dataclass_fields__'] if n not in fields and n in names]
     body.append(f'    {me}.__post_init__({", ".join(init_vars)})')
-    positional = [p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD]
-    keyword = [p.name for p in parameters if p.kind is p.KEYWORD_ONLY]
     arguments = [me, *positional, *(['*', *keyword] if keyword else [])]
     source = f'def __init__({", ".join(arguments)}):\n' + '\n'.join(body)
     exec(source, namespace)  # (the source is built above from the field names only)

@@ -1,6 +1,6 @@
 """The dataclass ``Module``.
 
-A Module subclass is a frozen dataclass whose fields are its constructor
+A Module subclass is a dataclass whose fields are its constructor
 arguments (``parent`` and ``name`` are keyword-only and last). Public methods are
 wrapped once, at class creation, by :func:`_wrap_method`; every call then goes
 through :func:`_call_wrapped_method`, which does the Module bookkeeping (lazy
@@ -35,7 +35,7 @@ from linen.module._adoption import (
     might_hold_modules,
     register_submodules,
 )
-from linen.module._constructor import replace_frozen_init
+from linen.module._constructor import add_eq_and_hash, replace_dataclass_init
 from linen.module._decorators import compact, compact_name_scope, nowrap
 from linen.module._descriptors import guard_descriptors
 from linen.module._dispatch import _call_wrapped_method, _wrap_method, run_setup
@@ -109,7 +109,7 @@ class _ParentField:
     Module (None once that module is gone, as in Flax).
     """
 
-    # replace_frozen_init may write __dict__['parent'] directly (see _constructor)
+    # replace_dataclass_init may write __dict__['parent'] directly (see _constructor)
     dict_backed = True
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -195,19 +195,17 @@ class Module(_DataclassLike):
         _add_parent_and_name(cls)
         inherit_kw_only(cls)
         own_init = '__init__' in cls.__dict__
-        dataclasses.dataclass(cls, frozen=True, repr=False, kw_only=kw_only)  # type: ignore[call-overload]
+        # Flax's dataclass (eq=True, unsafe_hash=True, not frozen), its methods
+        # made without compiling each one (see _constructor).
+        dataclasses.dataclass(cls, repr=False, eq=False, kw_only=kw_only)  # type: ignore[call-overload]
+        cls.__hash__ = _module_hash(cls, add_eq_and_hash(cls))  # type: ignore[method-assign]
         if not own_init:
-            replace_frozen_init(cls)
+            replace_dataclass_init(cls)
         # As in Flax, `dataclasses.fields` lists parent and name after every field a
         # subclass adds (they are keyword-only, so __init__ does not depend on it).
         own_fields = cls.__dict__['__dataclass_fields__']
         for reserved in ('parent', 'name'):
             own_fields[reserved] = own_fields.pop(reserved)
-        # The frozen dataclass writes fields with object.__setattr__ (fast); our
-        # own __setattr__ then governs assignment after construction.
-        cls.__setattr__ = Module.__setattr__  # type: ignore[method-assign]
-        cls.__hash__ = _guard_hash(cls.__hash__)  # type: ignore[method-assign]
-        cls.__delattr__ = Module.__delattr__  # type: ignore[method-assign]
         _wrap_methods(cls)
         guard_descriptors(cls)
         cls._field_names = tuple(
@@ -839,22 +837,47 @@ def _wrap_methods(cls: type) -> None:
     cls._compact_name_scope_methods = tuple(sorted(scoped))  # type: ignore[attr-defined]
 
 
-def _guard_hash(hash_fn: Callable) -> Callable:
-    """A bound module is not hashable (its variables may change), as in Flax."""
-    if hash_fn in _GUARDED_HASHES:
-        return hash_fn  # inherited, already guarded
+def _module_hash(cls: type, hashed: Callable[[Any], tuple] | None) -> Callable:
+    """The class's ``__hash__``: of the ``hashed`` fields, else the class body's own.
 
-    @functools.wraps(hash_fn)
-    def guarded(self) -> int:
+    As in Flax, a bound module is not hashable (its variables may change), and a
+    failing hash (an unhashable field; ``__eq__`` defined without ``__hash__``)
+    raises Flax's text, here naming the field.
+    """
+    own = None if hashed is not None else cls.__dict__['__hash__']
+
+    def __hash__(self) -> int:
         if self.__dict__.get('scope') is not None:
             raise errors.HashBoundModuleError()
-        return hash_fn(self)
+        try:
+            return hash(hashed(self)) if hashed is not None else own(self)  # type: ignore[misc]
+        except TypeError as exc:
+            raise _unhashable(self, own is None and hashed is None) from exc
 
-    _GUARDED_HASHES.add(guarded)
-    return guarded
+    if own is not None:
+        functools.update_wrapper(__hash__, own)
+    else:
+        __hash__.__qualname__ = f'{cls.__qualname__}.__hash__'
+        __hash__.__module__ = cls.__module__
+    return __hash__
 
 
-_GUARDED_HASHES: set[Callable] = set()
+def _unhashable(module: Module, eq_only: bool) -> errors.UnhashableModuleError:
+    if eq_only:
+        return errors.UnhashableModuleError(
+            repr(module), 'Its class defines `__eq__` without `__hash__`.'
+        )
+    for field in dataclasses.fields(module):
+        if not (field.compare if field.hash is None else field.hash):
+            continue
+        value = getattr(module, field.name)
+        try:
+            hash(value)
+        except TypeError:
+            return errors.UnhashableModuleError(
+                repr(module), f'Field `{field.name}` holds an unhashable {type(value).__name__}.'
+            )
+    return errors.UnhashableModuleError(repr(module))
 
 
 def _guard_setup(setup: Callable) -> Callable:
