@@ -26,12 +26,12 @@ import os
 import threading
 import warnings
 from collections.abc import Callable
-from importlib import metadata
 from typing import Any, NamedTuple
 
 import pluggy
 
 from linen.core import hookspecs
+from linen.core._entry_points import Found, entry_points
 from linen.core.errors import (
     PluginError,
     PluginHookError,
@@ -124,8 +124,8 @@ def _is_disabled(name: str, distribution: str, disabled: set[str]) -> bool:
     return name in disabled or distribution in disabled
 
 
-def _entry_points():
-    return metadata.entry_points(group=ENTRY_POINT_GROUP)
+def _entry_points() -> list[Found]:
+    return entry_points(ENTRY_POINT_GROUP)
 
 
 def warn_plugin_problem(
@@ -181,8 +181,8 @@ def _load() -> list[_Problem]:
     try:
         disabled = _disabled_names()
         loaded: list[tuple[Any, str, Any]] = []
-        for ep in sorted(_entry_points(), key=lambda e: e.name):
-            dist = getattr(ep, 'dist', None) or '<unknown>'
+        for ep, dist in sorted(_entry_points(), key=lambda found: found.entry_point.name):
+            dist = dist or '<unknown>'
             if disabled and _is_disabled(ep.name, _dist_name(dist), disabled):
                 continue
             try:

@@ -9,10 +9,12 @@ name tables by ``tools/generate_names.py``, and a test fails while it is stale.
 from __future__ import annotations
 
 import json
-from importlib import resources
+import pkgutil
 
+# (pkgutil asks the package's loader: importlib.resources' readers cost a millisecond
+# of imports on the way to `linen.nn`'s first attribute)
 _NAMES: dict[str, list[str]] = json.loads(
-    resources.files(__package__).joinpath('_first_party.json').read_text(encoding='utf-8')
+    pkgutil.get_data(__package__, '_first_party.json') or b'{}'
 )
 
 PROVIDED_BY: dict[str, str] = {name: dist for dist, names in _NAMES.items() for name in names}
