@@ -181,7 +181,7 @@ def _dataclass_surface(nn):
     seen = {
         'params': {
             s: getattr(A.__dataclass_params__, s)
-            for s in ('init', 'repr', 'eq', 'order', 'unsafe_hash', 'frozen', 'kw_only')
+            for s in ('init', 'repr', 'eq', 'order', 'unsafe_hash', 'frozen')
         },
         'eq': [A() == A(), A(x=2) == A(), A(y=5) == A(), A(z=5) == A(), A(name='a') == A()],
         'hash': [hash(A(y=5)) == hash(A()), hash(A(z=5)) == hash(A()), hash(A(x=2)) == hash(A())],

@@ -865,7 +865,8 @@ def _module_hash(cls: type, hashed: Callable[[Any], tuple] | None) -> Callable:
 def _unhashable(module: Module, eq_only: bool) -> errors.UnhashableModuleError:
     if eq_only:
         return errors.UnhashableModuleError(
-            repr(module), 'Its class defines `__eq__` without `__hash__`.'
+            repr(module),
+            'Its class sets `__hash__` to None (as a class body defining `__eq__` alone does).',
         )
     for field in dataclasses.fields(module):
         if not (field.compare if field.hash is None else field.hash):
