@@ -108,7 +108,13 @@ def check_param_shape(scope, name, value, init_fn, init_args, init_kwargs, boxed
 
     ``boxed``: the value is an ``AxisMetadata`` box (its leaves are compared).
     """
-    one, expected = _init_shapes(init_fn, init_args, init_kwargs)
+    # (the cache's hit inlined: every parameter read of every apply comes here)
+    try:
+        one, expected = _SHAPE_CACHE[
+            (init_fn, init_args, tuple(init_kwargs.items()) if init_kwargs else ())
+        ]
+    except (KeyError, TypeError):
+        one, expected = _init_shapes(init_fn, init_args, init_kwargs)
     if one is not None and not boxed:
         try:
             shape = value.aval.shape  # a JAX value's type: a slot read, no property call
