@@ -4,11 +4,11 @@ Flax makes a Module subclass a dataclass with ``eq=True`` and ``unsafe_hash=True
 ``dataclasses`` compiles each generated method from source, one ``exec`` apiece:
 most of the cost of creating a Module class, paid for every layer a program
 imports. Here ``dataclasses`` only collects the fields and writes ``__init__``;
-``__eq__`` and the fields ``__hash__`` hashes are closures over attribute
-getters, with the semantics of the generated methods. The ``__init__`` is then replaced by one that
-writes the instance ``__dict__`` directly: the dataclass's stores each field
-with ``self.x = x``, a call of ``Module.__setattr__`` per field, paid by every
-module made inline in a compact method on every call of its parent.
+``__eq__`` and the tuple ``__hash__`` hashes come from attribute getters, with the
+semantics of the generated methods. The ``__init__`` is then replaced by one that
+writes the instance ``__dict__`` directly: the dataclass's stores each field with
+``self.x = x``, a call of ``Module.__setattr__`` per field, paid by every module
+made inline in a compact method on every call of its parent.
 """
 
 from __future__ import annotations
