@@ -14,10 +14,13 @@ made inline in a compact method on every call of its parent.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import operator
 from collections.abc import Callable
 from typing import Any
+
+from linen.core import errors
 
 __all__ = ['add_eq_and_hash', 'replace_dataclass_init']
 
@@ -31,17 +34,22 @@ def _tuple_getter(names: list[str]) -> Callable[[Any], tuple]:
     return lambda obj: ()
 
 
-def add_eq_and_hash(cls: type) -> Callable[[Any], tuple] | None:
-    """Give dataclass ``cls`` the ``__eq__`` of ``eq=True``; return what it should hash.
+def _is_hashed(field: dataclasses.Field) -> bool:
+    return field.compare if field.hash is None else bool(field.hash)
+
+
+def add_eq_and_hash(cls: type) -> None:
+    """Give Module class ``cls`` the ``__eq__`` and ``__hash__`` of Flax's dataclass.
 
     As ``dataclasses`` does: an ``__eq__`` the class body defines is kept, and
     the one made here compares the fields with ``compare=True`` as tuples between
     instances of the same class. Flax asks for ``unsafe_hash`` unless the body
     defines ``__hash__`` (or ``__eq__`` alone, which makes Python set it to
     ``None``): then the class hashes the tuple of fields with ``hash=True``, or
-    ``hash=None`` and ``compare=True``, and the getter of that tuple is returned;
-    otherwise ``None`` (the class's own ``__hash__`` stands). The caller sets
-    ``__hash__``. ``__dataclass_params__`` then reads as Flax's.
+    ``hash=None`` and ``compare=True``; otherwise the body's own ``__hash__``
+    stands. Either way, as in Flax, a bound module is not hashable (its variables
+    may change), and a failing hash raises Flax's text, here naming its cause.
+    ``__dataclass_params__`` then reads as Flax's.
     """
     own = cls.__dict__
     fields = dataclasses.fields(cls)
@@ -60,9 +68,48 @@ def add_eq_and_hash(cls: type) -> Callable[[Any], tuple] | None:
         cls.__eq__ = __eq__  # type: ignore[method-assign]
     unsafe_hash = '__hash__' not in own
     _set_params(cls, eq=True, unsafe_hash=unsafe_hash)
-    if not unsafe_hash:
-        return None
-    return _tuple_getter([f.name for f in fields if (f.compare if f.hash is None else f.hash)])
+    if unsafe_hash:
+        hashed = _tuple_getter([f.name for f in fields if _is_hashed(f)])
+
+        def body_hash(module):
+            return hash(hashed(module))
+
+    else:
+        body_hash = own['__hash__']  # the class body's, or None: unhashable
+
+    def __hash__(self) -> int:
+        if self.__dict__.get('scope') is not None:
+            raise errors.HashBoundModuleError()
+        try:
+            return body_hash(self)  # type: ignore[misc]
+        except TypeError as exc:
+            raise _unhashable(self, body_hash is None) from exc
+
+    if unsafe_hash or body_hash is None:
+        __hash__.__qualname__ = f'{cls.__qualname__}.__hash__'
+        __hash__.__module__ = cls.__module__
+    else:
+        functools.update_wrapper(__hash__, body_hash)
+    cls.__hash__ = __hash__  # type: ignore[method-assign]
+
+
+def _unhashable(module: Any, hash_is_none: bool) -> errors.UnhashableModuleError:
+    if hash_is_none:
+        return errors.UnhashableModuleError(
+            repr(module),
+            'Its class sets `__hash__` to None (as a class body defining `__eq__` alone does).',
+        )
+    for field in dataclasses.fields(module):
+        if not _is_hashed(field):
+            continue
+        value = getattr(module, field.name)
+        try:
+            hash(value)
+        except TypeError:
+            return errors.UnhashableModuleError(
+                repr(module), f'Field `{field.name}` holds an unhashable {type(value).__name__}.'
+            )
+    return errors.UnhashableModuleError(repr(module))
 
 
 def _set_params(cls: type, **changes: bool) -> None:

@@ -198,7 +198,7 @@ class Module(_DataclassLike):
         # Flax's dataclass (eq=True, unsafe_hash=True, not frozen), its methods
         # made without compiling each one (see _constructor).
         dataclasses.dataclass(cls, repr=False, eq=False, kw_only=kw_only)  # type: ignore[call-overload]
-        cls.__hash__ = _module_hash(cls, add_eq_and_hash(cls))  # type: ignore[method-assign]
+        add_eq_and_hash(cls)
         if not own_init:
             replace_dataclass_init(cls)
         # As in Flax, `dataclasses.fields` lists parent and name after every field a
@@ -835,50 +835,6 @@ def _wrap_methods(cls: type) -> None:
             setattr(cls, key, _wrap_method(value))
             scoped.discard(key)  # an override without the decorator
     cls._compact_name_scope_methods = tuple(sorted(scoped))  # type: ignore[attr-defined]
-
-
-def _module_hash(cls: type, hashed: Callable[[Any], tuple] | None) -> Callable:
-    """The class's ``__hash__``: of the ``hashed`` fields, else the class body's own.
-
-    As in Flax, a bound module is not hashable (its variables may change), and a
-    failing hash (an unhashable field; ``__eq__`` defined without ``__hash__``)
-    raises Flax's text, here naming the field.
-    """
-    own = None if hashed is not None else cls.__dict__['__hash__']
-
-    def __hash__(self) -> int:
-        if self.__dict__.get('scope') is not None:
-            raise errors.HashBoundModuleError()
-        try:
-            return hash(hashed(self)) if hashed is not None else own(self)  # type: ignore[misc]
-        except TypeError as exc:
-            raise _unhashable(self, own is None and hashed is None) from exc
-
-    if own is not None:
-        functools.update_wrapper(__hash__, own)
-    else:
-        __hash__.__qualname__ = f'{cls.__qualname__}.__hash__'
-        __hash__.__module__ = cls.__module__
-    return __hash__
-
-
-def _unhashable(module: Module, eq_only: bool) -> errors.UnhashableModuleError:
-    if eq_only:
-        return errors.UnhashableModuleError(
-            repr(module),
-            'Its class sets `__hash__` to None (as a class body defining `__eq__` alone does).',
-        )
-    for field in dataclasses.fields(module):
-        if not (field.compare if field.hash is None else field.hash):
-            continue
-        value = getattr(module, field.name)
-        try:
-            hash(value)
-        except TypeError:
-            return errors.UnhashableModuleError(
-                repr(module), f'Field `{field.name}` holds an unhashable {type(value).__name__}.'
-            )
-    return errors.UnhashableModuleError(repr(module))
 
 
 def _guard_setup(setup: Callable) -> Callable:
