@@ -3,10 +3,18 @@
 The machine is noisy, so every measure runs its peers round-robin (the order
 rotates each repetition) and reports medians; a burst of noise then hits every
 column alike instead of one.
+
+Every sample starts from a collected heap. All peers share one process, so a full
+(generation 2) collection walks every library's objects, and it runs when enough
+allocations have piled up across earlier samples, whichever peer is running then:
+it made a trace of a train step read ~250 or ~450 ms by turns, for every column
+alike. The collector stays on while a sample runs, so a library's own collections
+count against it.
 """
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -30,14 +38,16 @@ def median(values: Sequence[float]) -> float:
 
 
 def timed(fn: Callable[[], object]) -> float:
-    """Seconds one call of ``fn`` takes."""
+    """Seconds one call of ``fn`` takes, from a collected heap."""
+    gc.collect()
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
 
 
 def per_call(fn: Callable[[], object], calls: int) -> float:
-    """Mean seconds per call over ``calls`` back-to-back calls."""
+    """Mean seconds per call over ``calls`` back-to-back calls, from a collected heap."""
+    gc.collect()
     start = time.perf_counter()
     for _ in range(calls):
         fn()
