@@ -32,7 +32,8 @@ def _normal(shape, i=1, dtype=jnp.float32):
 
 @pytest.fixture
 def direct(monkeypatch):
-    """A context in which every layer runs its operations directly (no staged runs)."""
+    """A context in which every layer runs its operations directly (no staged runs and
+    no one-operation cached calls: bare ``lax`` primitives)."""
 
     def switch():
         for module in (linear_module, dot_product_module, normalization_module):
@@ -41,6 +42,10 @@ def direct(monkeypatch):
         monkeypatch.setattr(
             linear_module, '_inlined_reshaped_bias_add', linear_module._reshaped_bias_add
         )
+        monkeypatch.setattr(linear_module, '_one_dot', linear_module._dot)
+        monkeypatch.setattr(normalization_module, '_reshaped', normalization_module._reshape)
+        monkeypatch.setattr(normalization_module, '_square', jax.lax.square)
+        monkeypatch.setattr(normalization_module, '_rsqrt', jax.lax.rsqrt)
 
     return switch
 

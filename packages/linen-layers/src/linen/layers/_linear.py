@@ -67,6 +67,17 @@ def _boxed_reshape(value, shape):
     return jnp.reshape(value, shape)
 
 
+def _dot(inputs, kernel, dimension_numbers, precision):
+    return lax.dot_general(inputs, kernel, dimension_numbers, precision=precision)
+
+
+# The default product of DenseGeneral outside a staging trace (eagerly, under grad
+# or vmap) as one cached call: JAX reuses a jitted call's rules per input type where
+# a bare primitive is linearized (or dispatched) afresh each time. One operation, so
+# the numbers are those of the direct call; staged, its equation is inlined.
+_one_dot = staged(_dot, static_argnums=(2, 3))
+
+
 def _pick_dot_general(module):
     if module.dot_general_cls is not None:
         return module.dot_general_cls()
@@ -349,26 +360,29 @@ class DenseGeneral(Module):
             return _staged_dense_general(
                 inputs, kernel, bias, dimension_numbers, self.precision, bias_out_shape
             )
-        if self.dot_general is None and self.dot_general_cls is None:
-            # Explicit mesh axes sharding the contraction ambiguously (None elsewhere).
-            if explicit:
-                out_sharding = dot_general_out_sharding(inputs, kernel, dimension_numbers)
-                if out_sharding is not None:
-                    sharding['out_sharding'] = out_sharding
-        elif explicit:  # a user's dot_general need not take out_sharding: reshard its operands
-            inputs, kernel = inferable_dot_general_operands(inputs, kernel, dimension_numbers)
-        out = _pick_dot_general(self)(
-            inputs, kernel, dimension_numbers, precision=self.precision, **sharding
-        )
+        default_dot = self.dot_general is None and self.dot_general_cls is None
+        if default_dot and not explicit and _static_ok(self.precision):
+            out = _one_dot(inputs, kernel, dimension_numbers, self.precision)
+        else:
+            if default_dot:
+                # Explicit mesh axes sharding the contraction ambiguously (None elsewhere).
+                if explicit:
+                    out_sharding = dot_general_out_sharding(inputs, kernel, dimension_numbers)
+                    if out_sharding is not None:
+                        sharding['out_sharding'] = out_sharding
+            elif explicit:  # a user's dot_general need not take out_sharding: reshard its operands
+                inputs, kernel = inferable_dot_general_operands(inputs, kernel, dimension_numbers)
+            out = _pick_dot_general(self)(
+                inputs, kernel, dimension_numbers, precision=self.precision, **sharding
+            )
         if bias is not None:
             # Output layout: batch axes, free input axes, features; the bias gets
             # the output's rank (strict rank promotion forbids implicit broadcasting).
             if explicit:
                 out = out + match_trailing(lax.reshape(bias, bias_out_shape), out)
-            elif isinstance(out, _Tracer) or isinstance(bias, _Tracer):
-                out = _inlined_reshaped_bias_add(out, bias, bias_out_shape)
             else:
-                out = out + lax.reshape(bias, bias_out_shape)
+                # One cached call eagerly too (only the add touches values).
+                out = _inlined_reshaped_bias_add(out, bias, bias_out_shape)
         return out
 
 

@@ -145,14 +145,15 @@ def _reshape(x: Array, shape: tuple) -> Array:
     return lax.reshape(x, shape)
 
 
-# Two exact operations the layers apply to parameters and statistics, each as a
-# cached call rather than a bare primitive. Differentiated or batched, JAX reuses a
-# jitted call's cached rules per input type, where a bare primitive is linearized
-# afresh on every call (half the extra time of a transformer's gradient trace
-# before this); eagerly they take the compiled fast path. One operation per call,
-# so the numbers are those of the direct operation; staged, the equation is inlined.
+# Operations the layers apply to statistics and parameters, each as a cached call
+# rather than a bare primitive. Differentiated or batched, JAX reuses a jitted call's
+# cached rules per input type, where a bare primitive is linearized afresh on every
+# call (most of a transformer's extra gradient-trace time before this); eagerly they
+# take the compiled fast path. One operation per call, so the numbers are those of
+# the direct operation; staged, the equation is inlined.
 _reshaped = staged(_reshape, static_argnums=1)
 _square = staged(lax.square)
+_rsqrt = staged(lax.rsqrt)
 
 
 def _abs_sq(x: Array) -> Array:
@@ -214,7 +215,7 @@ def _compute_stats(
 
 def _centered(x, mean, var, stats_shape: tuple, epsilon: float, subtract_mean: bool):
     """``(rsqrt(var + epsilon), x - mean)``, the statistics reshaped to ``stats_shape``."""
-    mul = lax.rsqrt(_reshaped(var, stats_shape) + epsilon)
+    mul = _rsqrt(_reshaped(var, stats_shape) + epsilon)
     return mul, (x - _reshaped(mean, stats_shape) if subtract_mean else x)
 
 
