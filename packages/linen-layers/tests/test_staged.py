@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import linen.layers._conv as conv_module
 import linen.layers._dot_product as dot_product_module
 import linen.layers._linear as linear_module
 import linen.layers._normalization as normalization_module
@@ -43,6 +44,7 @@ def direct(monkeypatch):
             linear_module, '_inlined_reshaped_bias_add', linear_module._reshaped_bias_add
         )
         monkeypatch.setattr(linear_module, '_one_dot', linear_module._dot)
+        monkeypatch.setattr(conv_module, '_one_conv', conv_module._conv)
         monkeypatch.setattr(normalization_module, '_reshaped', normalization_module._reshape)
         monkeypatch.setattr(normalization_module, '_square', jax.lax.square)
         monkeypatch.setattr(normalization_module, '_rsqrt', jax.lax.rsqrt)
@@ -86,6 +88,14 @@ def _programs(fn, *args):
         'grad': _equations(jax.make_jaxpr(jax.grad(loss))(*args).jaxpr),
         'vmap': _equations(jax.make_jaxpr(batched)(*stacked).jaxpr),
     }
+
+
+def _eager_values(fn, *args):
+    """``fn``'s output, gradient and batched output, computed eagerly (no jit)."""
+    loss = lambda *a: jnp.sum(jnp.asarray(fn(*a), jnp.float32) ** 2)
+    batched = jax.vmap(fn, in_axes=(None,) + (0,) * (len(args) - 1))
+    stacked = [args[0]] + [jnp.stack([a, a * 0.5]) for a in args[1:]]
+    return jax.tree_util.tree_leaves((fn(*args), jax.grad(loss)(*args), batched(*stacked)))
 
 
 def _layer_case(layer, *inputs, rngs=None, mutable=False, **call_kwargs):
@@ -132,6 +142,12 @@ CASES = {
         rngs={'dropout': jax.random.key(7)},
     ),
     'layer norm': lambda: _layer_case(nn.LayerNorm(), _normal((3, 8))),
+    'conv': lambda: _layer_case(nn.Conv(4, (3, 3)), _normal((2, 6, 6, 3))),
+    'conv, strided, dilated, grouped, padding pairs': lambda: _layer_case(
+        nn.Conv(4, (3, 2), strides=2, kernel_dilation=(1, 2), feature_group_count=2,
+                padding=[(1, 1), (2, 0)]),
+        _normal((2, 7, 6, 4)),
+    ),  # fmt: skip
     'group norm': lambda: _layer_case(nn.GroupNorm(num_groups=2), _normal((2, 4, 8))),
 }
 
@@ -141,12 +157,16 @@ def test_a_staged_layer_traces_to_the_program_of_its_direct_operations(case, dir
     fn, args = CASES[case]()
     staged = _programs(fn, *args)
     staged_out = jax.jit(fn)(*args)
+    staged_eager = _eager_values(fn, *args)
     direct()
     fn, args = CASES[case]()
     expected = _programs(fn, *args)
     for kind in expected:
         assert staged[kind] == expected[kind], kind
     np.testing.assert_array_equal(staged_out, jax.jit(fn)(*args))
+    # Eagerly, cached calls run compiled: one operation each, so the same numbers.
+    for got, want in zip(staged_eager, _eager_values(fn, *args), strict=True):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_attention_bias_and_mask_are_checked_before_the_staged_run(direct):

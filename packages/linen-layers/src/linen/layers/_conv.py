@@ -24,6 +24,7 @@ from linen.layers._explicit import (
     replicate_for_conv,
 )
 from linen.layers._linear import Array, Dtype, _add_bias, default_kernel_init
+from linen.layers._staged import staged
 from linen.layers.errors import (
     LayerArgumentError,
     LayerInputRankError,
@@ -116,6 +117,31 @@ def _canonical_padding(padding, n: int, layer):
             )
         return pairs
     raise LayerPaddingError(_describe(layer), padding, f'unsupported type {type(padding)}')
+
+
+def _conv(inputs, kernel, strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+          feature_group_count, precision):  # fmt: skip
+    return lax.conv_general_dilated(
+        inputs, kernel, strides, padding, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation,
+        dimension_numbers=dimension_numbers, feature_group_count=feature_group_count,
+        precision=precision,
+    )  # fmt: skip
+
+
+# Conv's default convolution, without explicit mesh axes, as one cached call: JAX
+# reuses a jitted call's rules (linearization, batching) per input type where a
+# bare primitive is processed afresh on every call, and eagerly it is one compiled
+# fast-path call. One operation, so the numbers are those of the direct call;
+# staged, its equation is inlined. (See `_linear._one_dot`.)
+_one_conv = staged(_conv, static_argnums=(2, 3, 4, 5, 6, 7, 8))
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:  # e.g. padding given as a list of pairs: run directly
+        return False
+    return True
 
 
 def _conv_dimension_numbers(n: int) -> lax.ConvDimensionNumbers:
@@ -261,13 +287,21 @@ class _ConvBase(Module):
                 feature_group_count=groups,
                 precision=self.precision,
             )
+            y = None
             if self.conv_general_dilated_cls is not None:
                 conv = self.conv_general_dilated_cls()
             elif self.conv_general_dilated is not None:
                 conv = self.conv_general_dilated
             else:
                 conv = lax.conv_general_dilated
-                if explicit_mesh(inputs, kernel) is not None:
+                statics = (
+                    strides, padding, input_dilation, kernel_dilation, dimension_numbers,
+                    groups, self.precision,
+                )  # fmt: skip
+                explicit = explicit_mesh(inputs, kernel) is not None
+                if not explicit and _hashable(statics):
+                    y = _one_conv(inputs, kernel, *statics)
+                elif explicit:
                     # Explicit mesh axes: JAX infers a convolution's output sharding
                     # only with a replicated kernel and unsharded input features.
                     out = jax.eval_shape(
@@ -278,7 +312,8 @@ class _ConvBase(Module):
                     out_sharding = conv_out_sharding(inputs, kernel, out.shape)
                     if out_sharding is not None:
                         conv_args['out_sharding'] = out_sharding
-            y = conv(inputs, kernel, strides, padding, **conv_args)
+            if y is None:
+                y = conv(inputs, kernel, strides, padding, **conv_args)
         else:
             # Explicit mesh axes: JAX's local convolution refuses sharded input
             # features and differently sharded positions; local_conv reshards.

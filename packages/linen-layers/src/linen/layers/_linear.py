@@ -94,6 +94,9 @@ def _add_bias(y, bias):
     """
     if bias is None:
         return y
+    if explicit_mesh(bias, y) is None:
+        # (the usual case: one cached call, see _dense_bias_add)
+        return _dense_bias_add(y, bias)
     return y + match_trailing(_with_rank(bias, y.ndim), y)
 
 
