@@ -21,6 +21,7 @@ import linen.layers._conv as conv_module
 import linen.layers._dot_product as dot_product_module
 import linen.layers._linear as linear_module
 import linen.layers._normalization as normalization_module
+import linen.layers._stochastic as stochastic_module
 import linen.nn as nn
 from linen.layers._dot_product import dot_product_attention
 
@@ -45,6 +46,7 @@ def direct(monkeypatch):
         )
         monkeypatch.setattr(linear_module, '_one_dot', linear_module._dot)
         monkeypatch.setattr(conv_module, '_one_conv', conv_module._conv)
+        monkeypatch.setattr(stochastic_module, '_select', jax.lax.select)
         monkeypatch.setattr(normalization_module, '_reshaped', normalization_module._reshape)
         monkeypatch.setattr(normalization_module, '_square', jax.lax.square)
         monkeypatch.setattr(normalization_module, '_rsqrt', jax.lax.rsqrt)
@@ -142,6 +144,9 @@ CASES = {
         rngs={'dropout': jax.random.key(7)},
     ),
     'layer norm': lambda: _layer_case(nn.LayerNorm(), _normal((3, 8))),
+    'dropout': lambda: _layer_case(
+        nn.Dropout(0.3, deterministic=False), _normal((3, 8)), rngs={'dropout': jax.random.key(7)}
+    ),
     'conv': lambda: _layer_case(nn.Conv(4, (3, 3)), _normal((2, 6, 6, 3))),
     'conv, strided, dilated, grouped, padding pairs': lambda: _layer_case(
         nn.Conv(4, (3, 2), strides=2, kernel_dilation=(1, 2), feature_group_count=2,

@@ -8,10 +8,17 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from linen.layers._staged import staged
 from linen.layers.errors import LayerArgumentError, LayerInputRankError, describe_layer
 from linen.module import Module, compact, merge_param
 
 __all__ = ['Dropout']
+
+# The masking select as one cached call (one operation, the same numbers; inlined
+# while tracing): differentiated or batched, JAX reuses its rules per input type
+# where a bare `lax.select` is processed afresh on every call; eagerly it is one
+# compiled fast-path call.
+_select = staged(lax.select)
 
 
 class Dropout(Module):
@@ -81,4 +88,4 @@ class Dropout(Module):
             shape[dim] = 1
         mask = jax.random.bernoulli(rng, p=keep_prob, shape=shape)
         mask = jnp.broadcast_to(mask, inputs.shape)
-        return lax.select(mask, inputs / keep_prob, jnp.zeros_like(inputs))
+        return _select(mask, inputs / keep_prob, jnp.zeros_like(inputs))
