@@ -42,9 +42,10 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
             "are dropped with Flax's `RuntimeWarning`, as in Flax.",
         ),
         'scan': (
-            'differs',
-            'a body writing a collection no scan rule covers raises `ScanCollectionError` '
-            '(Flax drops the write). As in Flax: Modules passed as arguments or fields are '
+            'supported',
+            'As in Flax: a collection no scan rule names is read-only in the body (`sow` '
+            'returns False; `linen_strict_scan_collections` makes a write to one raise '
+            '`ScanCollectionError` instead), and Modules passed as arguments or fields are '
             "lifted; keyword arguments are dropped with Flax's `RuntimeWarning`. Where Flax "
             "asserts, linen's error is an `AssertionError` too and names the fix: "
             '`ScanCarryCreationError` (also a `TypeError`) for a body creating a '

@@ -330,14 +330,15 @@ def test_lifted_scan_adds_no_hlo_instructions():
     assert hlo_op_counts(ours) == hlo_op_counts(ref)
 
 
-def test_a_collection_no_scan_rule_covers_is_an_error():
+def test_a_collection_no_scan_rule_covers_is_read_only_inside_or_an_error_when_strict():
+    from linen.core import config
     from linen.transforms.errors import ScanCollectionError
 
     class Sows(nn.Module):
         @nn.compact
         def __call__(self, c, x):
-            self.sow('intermediates', 'h', x)
-            return c + x, x
+            written = self.sow('intermediates', 'h', x)
+            return c + x, (self.is_mutable_collection('intermediates'), written)
 
     class Loop(nn.Module):
         @nn.compact
@@ -345,8 +346,16 @@ def test_a_collection_no_scan_rule_covers_is_an_error():
             return nn.scan(Sows, variable_broadcast='params')(name='loop')(jnp.zeros(3), xs)
 
     xs = jnp.ones((4, 3))
-    with pytest.raises(ScanCollectionError, match='"intermediates".*variable_axes'):
-        Loop().init(jax.random.key(0), xs, mutable=True)
+    # As in Flax: read-only inside the loop, so `sow` returns False and writes nothing.
+    (_, (mutable, written)), state = Loop().apply({}, xs, mutable=['intermediates'])
+    assert not mutable.any() and not written.any()
+    assert state == {}
+    config.update('linen_strict_scan_collections', True)
+    try:
+        with pytest.raises(ScanCollectionError, match='"intermediates".*variable_axes'):
+            Loop().init(jax.random.key(0), xs, mutable=True)
+    finally:
+        config.update('linen_strict_scan_collections', False)
 
     # named by a rule, the sown values come out, one slice per step
     class Covered(nn.Module):

@@ -110,6 +110,14 @@ _FLAGS = {
             "JAX's private traceback API).",
         ),
         Flag(
+            'linen_strict_scan_collections',
+            'LINEN_STRICT_SCAN_COLLECTIONS',
+            False,
+            'Inside nn.scan, keep collections no scan rule names mutable and raise '
+            'ScanCollectionError when the body writes one (as Flax, by default they are '
+            'read-only there: sow returns False and the write is dropped).',
+        ),
+        Flag(
             'linen_reuse_traces',
             'LINEN_REUSE_TRACES',
             False,

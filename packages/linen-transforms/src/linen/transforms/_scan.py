@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from linen.core import in_filter, subtract_filters, union_filters
+from linen.core import config, in_filter, intersect_filters, subtract_filters, union_filters
 from linen.core.lifting import Filter
 from linen.transforms import _pack
 from linen.transforms._axis_markers import SplitAxes
@@ -176,6 +176,10 @@ class _Scan:
         )
         self.filters = (variable_broadcast, variable_carry) + tuple(directions.outputs)
         self.read_only = functools.reduce(union_filters, directions.in_only, False)
+        # What a step may write: the collections a rule names (as in Flax, any other
+        # is read-only inside; `linen_strict_scan_collections` keeps them writable
+        # and refuses a step that writes one).
+        self.covered = functools.reduce(union_filters, self.filters, False)
         self.split_filter = [f for f, do in split_rngs.items() if do]
         self.metadata_params = dict(metadata_params or {})
         self.broadcast_axes = [f for f, ax in (variable_axes or {}).items() if ax is broadcast]
@@ -193,17 +197,23 @@ class _Scan:
         in_spec = _per_arg(self.in_axes, len(xs))
         n = _scan_length(xs, in_spec, self.length)
         ins = self._split_scopes(scopes)
-        # Collections marked `In` are read-only inside.
-        mutable = [
-            subtract_filters(s.mutable, self.read_only) if self.directions.in_only else None
-            for s in scopes
-        ]
+        mutable = [self._inner_mutable(s.mutable) for s in scopes]
         run_step = _step_runner(self.fn, scope_or_scopes, multi, scopes, ins, mutable, kwargs)
         self._run_first_step(run_step, scopes, ins, carry, xs, in_spec)
         carry_vars, carry, axis_out, ys = self._loop(run_step, ins, carry, xs, in_spec, n)
         ys = _apply_out_axes(ys, self.out_axes)
         self._write_back(scopes, ins.bcast_vars, carry_vars, axis_out)
         return carry, ys
+
+    def _inner_mutable(self, outer: Filter) -> Filter:
+        """What a step may write of what the caller made mutable: collections marked
+        `In` are read-only inside, and so (unless strict) are those no rule names."""
+        mutable = outer
+        if not config.linen_strict_scan_collections:
+            mutable = intersect_filters(mutable, self.covered)
+        if self.directions.in_only:
+            mutable = subtract_filters(mutable, self.read_only)
+        return mutable
 
     def _split_scopes(self, scopes: tuple) -> _Inputs:
         """Each scope's variables grouped by rule (axis groups with their scanned axis
