@@ -1,10 +1,11 @@
-"""Flax as oracle for the collections ``nn.vmap`` lets into its body (fuzz finding F18).
+"""Flax as oracle for the collections ``nn.vmap`` and ``nn.scan`` let their body write
+(fuzz findings F18 and F21).
 
-Only the collections a ``variable_axes`` filter names enter the transform: the others
-are neither visible nor writable inside. A ``sow`` there records nothing, a variable
-of an unnamed collection is missing (``ScopeCollectionNotFound`` on init), and
-``nn.map_variables(..., init=True)`` inside sees no mutable collection on an apply
-that mutates only unnamed ones.
+Only the collections a ``variable_axes`` filter (for scan also ``variable_broadcast``
+and ``variable_carry``) names are writable inside; vmap leaves the others out
+altogether. A ``sow`` there records nothing, a variable of an unnamed collection is
+missing (``ScopeCollectionNotFound`` on init), and ``nn.map_variables(..., init=True)``
+inside sees no mutable collection on an apply that mutates only unnamed ones.
 """
 
 from __future__ import annotations
@@ -124,6 +125,93 @@ def test_map_variables_init_true_inside_vmap_as_flax(apply_mutable):
     outcomes = []
     for nn in (flax_nn, linen_nn):
         model = mapped_in_vmap(nn)
+        variables = model.init(jax.random.key(0), X)
+        outcomes.append(_outcome(lambda m=model, v=variables: m.apply(v, X, mutable=apply_mutable)))
+    _same(*outcomes)
+    assert outcomes[1][0] == 'ok'
+
+
+# -- nn.scan (F21) ----------------------------------------------------------------------
+
+
+def _scanned(nn, cell, variable_axes):
+    class Loop(nn.Module):
+        @nn.compact
+        def __call__(self, xs):
+            scan = nn.scan(cell, variable_axes=variable_axes, split_rngs={'params': True})
+            return scan()(jnp.zeros(xs.shape[1:], xs.dtype), xs)[1]
+
+    return Loop()
+
+
+def sowing_cell(nn):
+    class Cell(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            h = nn.Dense(3)(c + x)
+            return h, (h, self.sow('intermediates', 'h', h))
+
+    return Cell
+
+
+@pytest.mark.parametrize(
+    'variable_axes', [{'params': 0}, {'params': 0, 'intermediates': 0}], ids=['unnamed', 'named']
+)
+def test_sow_inside_scan_records_only_a_named_collection(variable_axes):
+    outcomes = []
+    for nn in (flax_nn, linen_nn):
+        model = _scanned(nn, sowing_cell(nn), variable_axes)
+        variables = model.init(jax.random.key(0), X)
+        outcomes.append(
+            _outcome(lambda m=model, v=variables: m.apply(v, X, mutable=['intermediates']))
+        )
+    _same(*outcomes)
+    if 'intermediates' not in variable_axes:
+        (_, written), recorded = outcomes[1][1]
+        assert not written.any() and recorded == {}  # linen raised ScanCollectionError before
+
+
+def counting_cell(nn):
+    class Cell(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            count = self.variable('counts', 'n', lambda: jnp.zeros((), jnp.float32))
+            count.value = count.value + 1.0
+            return c + x, x
+
+    return Cell
+
+
+def test_a_variable_of_an_unnamed_collection_inside_scan_is_missing_on_init():
+    outcomes = [
+        _outcome(lambda nn=nn: _scanned(nn, counting_cell(nn), {'params': 0}).init(
+            jax.random.key(0), X))
+        for nn in (flax_nn, linen_nn)
+    ]  # fmt: skip
+    _same(*outcomes)
+    assert outcomes[1] == ('raises', 'ScopeCollectionNotFound')
+
+
+def mapped_cell(nn):
+    class Cell(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            norm = nn.map_variables(
+                nn.LayerNorm, 'params', trans_in_fn=lambda vs: vs, trans_out_fn=lambda vs: vs,
+                init=True, mutable=False,
+            )  # fmt: skip
+            h = norm()(c + x)
+            return h, h
+
+    return Cell
+
+
+@pytest.mark.parametrize('apply_mutable', [False, ['intermediates'], ['params']])
+def test_map_variables_init_true_inside_scan_as_flax(apply_mutable):
+    # The fuzz reproducer apply_raises_3 (seed ls37-old-1, program 220).
+    outcomes = []
+    for nn in (flax_nn, linen_nn):
+        model = _scanned(nn, mapped_cell(nn), {'params': 0})
         variables = model.init(jax.random.key(0), X)
         outcomes.append(_outcome(lambda m=model, v=variables: m.apply(v, X, mutable=apply_mutable)))
     _same(*outcomes)

@@ -149,8 +149,14 @@ CASES = {
     ),
     'conv': lambda: _layer_case(nn.Conv(4, (3, 3)), _normal((2, 6, 6, 3))),
     'conv, strided, dilated, grouped, padding pairs': lambda: _layer_case(
-        nn.Conv(4, (3, 2), strides=2, kernel_dilation=(1, 2), feature_group_count=2,
-                padding=[(1, 1), (2, 0)]),
+        nn.Conv(
+            4,
+            (3, 2),
+            strides=2,
+            kernel_dilation=(1, 2),
+            feature_group_count=2,
+            padding=[(1, 1), (2, 0)],
+        ),
         _normal((2, 7, 6, 4)),
     ),  # fmt: skip
     'group norm': lambda: _layer_case(nn.GroupNorm(num_groups=2), _normal((2, 4, 8))),
