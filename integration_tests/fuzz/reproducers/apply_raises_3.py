@@ -12,10 +12,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-CLASS = 'apply/raises/layer.LayerNorm+lift.map_variables+lift.map_variables.init_always=True+lift.scan'
+CLASS = (
+    'apply/raises/layer.LayerNorm+lift.map_variables+lift.map_variables.init_always=True+lift.scan'
+)
 STAGE = 'apply'
 KIND = 'raises'
-SOURCE = '''\
+SOURCE = """\
 # A generated Linen program (integration_tests/fuzz, seed ls37-old-1, program 220).
 import jax
 import jax.numpy as jnp
@@ -57,7 +59,7 @@ class Scan4(nn.Module):
 
 def make_model():
     return Scan4()
-'''
+"""
 
 if __name__ == '__main__':
     from integration_tests.fuzz.reproduce import main
