@@ -46,6 +46,10 @@ class ScanLengthError(LinenError, ValueError):
 class ScanCollectionError(LinenError, ValueError):
     """The body of ``nn.scan`` writes a collection that no scan rule covers.
 
+    Raised only with ``linen_strict_scan_collections`` on; otherwise such a
+    collection is read-only in the body, as in Flax (``sow`` returns False).
+
+    >>> from linen.core import config
     >>> class Block(nn.Module):
     ...     @nn.compact
     ...     def __call__(self, carry, x):
@@ -53,9 +57,13 @@ class ScanCollectionError(LinenError, ValueError):
     ...         return carry + x, None
     >>> Loop = nn.scan(Block, variable_broadcast='params', split_rngs={'params': False})
     >>> Loop().apply({}, 0.0, jnp.ones(3), mutable=['intermediates'])
+    ((Array(3., dtype=float32), None), {})
+    >>> config.update('linen_strict_scan_collections', True)
+    >>> Loop().apply({}, 0.0, jnp.ones(3), mutable=['intermediates'])
     Traceback (most recent call last):
     ...
     ScanCollectionError: ...
+    >>> config.update('linen_strict_scan_collections', False)
     """
 
     def __init__(self, collections, path: str):
