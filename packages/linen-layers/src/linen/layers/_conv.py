@@ -128,11 +128,8 @@ def _conv(inputs, kernel, strides, padding, lhs_dilation, rhs_dilation, dimensio
     )  # fmt: skip
 
 
-# Conv's default convolution, without explicit mesh axes, as one cached call: JAX
-# reuses a jitted call's rules (linearization, batching) per input type where a
-# bare primitive is processed afresh on every call, and eagerly it is one compiled
-# fast-path call. One operation, so the numbers are those of the direct call;
-# staged, its equation is inlined. (See `_linear._one_dot`.)
+# Conv's default convolution without explicit mesh axes: a one-operation staged
+# call (see `_staged.py`).
 _one_conv = staged(_conv, static_argnums=(2, 3, 4, 5, 6, 7, 8))
 
 

@@ -23,7 +23,6 @@ from linen.core.meta import Partitioned
 from linen.layers import initializers
 from linen.layers._dtypes import promote_dtype
 from linen.layers._explicit import (
-    _Tracer,
     contraction_out_sharding,
     dense_out_sharding,
     dot_general_out_sharding,
@@ -71,10 +70,8 @@ def _dot(inputs, kernel, dimension_numbers, precision):
     return lax.dot_general(inputs, kernel, dimension_numbers, precision=precision)
 
 
-# The default product of DenseGeneral outside a staging trace (eagerly, under grad
-# or vmap) as one cached call: JAX reuses a jitted call's rules per input type where
-# a bare primitive is linearized (or dispatched) afresh each time. One operation, so
-# the numbers are those of the direct call; staged, its equation is inlined.
+# DenseGeneral's default product outside a staging trace: a one-operation staged
+# call (see `_staged.py`).
 _one_dot = staged(_dot, static_argnums=(2, 3))
 
 
@@ -111,10 +108,8 @@ def _bias_add(y, bias):
     return y + _with_rank(bias, y.ndim)
 
 
-_compiled_bias_add = jax.jit(_bias_add)
-# Traced, the same function, staged once per shape and inlined while tracing: its
-# two equations (reshape, add) are the ones a direct call emits, for a third of the
-# Python.
+# Staged once per shape: traced, its two equations (reshape, add) are inlined, the
+# ones a direct call emits, for a third of the Python; eagerly, one compiled call.
 _inlined_bias_add = staged(_bias_add)
 
 
@@ -126,20 +121,15 @@ _inlined_reshaped_bias_add = staged(_reshaped_bias_add, static_argnums=2)
 
 
 def _dense_bias_add(y, bias):
-    """``y + bias`` over ``y``'s trailing axis, as one compiled call when run eagerly.
+    """``y + bias`` over ``y``'s trailing axis, as one cached call.
 
-    Traced, the two are staged once per shape and their equations inlined (see
-    ``_staged.py``): the program is the one pure JAX writes. Under any tracer, eager
-    vmap or grad included, the numbers are those of the direct operations: the
-    reshape is exact and the add is the only operation on values. Eagerly, the reshape alone would be a dispatch of its own, slower than
-    the matmul it follows; one jitted call does both, with the same operations and
-    so the same numbers (only the add touches the values).
+    Traced, its equations are inlined (see ``_staged.py``): the program is the one
+    pure JAX writes. Eagerly, the reshape alone would be a dispatch of its own,
+    slower than the matmul it follows; the one compiled call does both. Either way,
+    and under eager vmap or grad, the numbers are those of the direct operations:
+    the reshape is exact and the add is the only operation on values.
     """
-    if bias is None:
-        return y
-    if isinstance(y, _Tracer) or isinstance(bias, _Tracer):
-        return _inlined_bias_add(y, bias)
-    return _compiled_bias_add(y, bias)
+    return y if bias is None else _inlined_bias_add(y, bias)
 
 
 def _dense_body(inputs, kernel, bias, precision):
@@ -384,7 +374,7 @@ class DenseGeneral(Module):
             if explicit:
                 out = out + match_trailing(lax.reshape(bias, bias_out_shape), out)
             else:
-                # One cached call eagerly too (only the add touches values).
+                # (one operation on values: staged, traced or not; see `_staged.py`)
                 out = _inlined_reshaped_bias_add(out, bias, bias_out_shape)
         return out
 

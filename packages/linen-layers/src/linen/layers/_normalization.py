@@ -145,12 +145,8 @@ def _reshape(x: Array, shape: tuple) -> Array:
     return lax.reshape(x, shape)
 
 
-# Operations the layers apply to statistics and parameters, each as a cached call
-# rather than a bare primitive. Differentiated or batched, JAX reuses a jitted call's
-# cached rules per input type, where a bare primitive is linearized afresh on every
-# call (most of a transformer's extra gradient-trace time before this); eagerly they
-# take the compiled fast path. One operation per call, so the numbers are those of
-# the direct operation; staged, the equation is inlined.
+# One-operation staged calls, used traced or not (see `_staged.py`): bare, these
+# were most of a transformer's extra gradient-trace time.
 _reshaped = staged(_reshape, static_argnums=1)
 _square = staged(lax.square)
 _rsqrt = staged(lax.rsqrt)

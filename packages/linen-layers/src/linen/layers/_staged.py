@@ -6,6 +6,14 @@ wrapped with :func:`staged` is traced once per input type; later calls insert it
 cached equations into the caller's program. The equations are those the direct
 calls emit (so the numbers and the compiled program are too), and so are their
 profiling labels: inlined equations take the caller's name stack.
+
+A staged function of *one* operation on values (reshapes are exact and do not count)
+is also used outside a staging trace. Eagerly it is one compiled fast-path call (a
+bare primitive is a Python dispatch, about three times slower); differentiated or
+batched, JAX reuses a jitted call's rules per input type, where it linearizes a bare
+primitive afresh on every call. One operation is what eager dispatch compiles
+anyway, so the numbers are those of the direct operation; a run of several staged
+together could round differently, so such runs stay direct outside a staging trace.
 """
 
 from __future__ import annotations

@@ -14,10 +14,7 @@ from linen.module import Module, compact, merge_param
 
 __all__ = ['Dropout']
 
-# The masking select as one cached call (one operation, the same numbers; inlined
-# while tracing): differentiated or batched, JAX reuses its rules per input type
-# where a bare `lax.select` is processed afresh on every call; eagerly it is one
-# compiled fast-path call.
+# The masking select: a one-operation staged call (see `_staged.py`).
 _select = staged(lax.select)
 
 
