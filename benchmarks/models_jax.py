@@ -38,8 +38,12 @@ def _ln_init(width):
 
 
 def _layer_norm(p, x):
+    # The square first: the same math with the mean first differentiates into the same
+    # equations in another order, and XLA's CPU compiler then builds a backward pass
+    # that compiles ~3x slower and runs ~1.4x slower in the transformer's train step.
+    mean2 = jnp.mean(jnp.square(x), axis=-1, keepdims=True)
     mean = jnp.mean(x, axis=-1, keepdims=True)
-    var = jnp.maximum(jnp.mean(jnp.square(x), axis=-1, keepdims=True) - jnp.square(mean), 0.0)
+    var = jnp.maximum(mean2 - jnp.square(mean), 0.0)
     # Folding the scale into the reciprocal first touches a (..., 1) array, not the
     # whole activation; it is also the order Flax uses, so the programs compare equal.
     return (x - mean) * (jax.lax.rsqrt(var + LN_EPSILON) * p['scale']) + p['bias']
