@@ -11,6 +11,7 @@ pytest.importorskip('flax')
 pytestmark = pytest.mark.flax
 
 import flax.linen as flax_nn  # noqa: E402
+from flax import errors as flax_errors  # noqa: E402
 
 import linen.nn as linen_nn  # noqa: E402
 
@@ -135,3 +136,70 @@ def test_lazy_init_under_a_traced_cond_names_the_branch_variables():
     sds = jax.ShapeDtypeStruct((3,), jnp.float32)
     with pytest.raises(linen_nn.errors.LazyInitError, match='params/branch/kernel'):
         Net().lazy_init(jax.random.key(0), sds)
+
+
+def keyed_state_model(nn, kind):
+    """``nn.vmap`` with split ``params`` keys around a layer whose variable initialiser
+    is a closure that draws a key: ``SpectralNorm``'s power-iteration vector, or a
+    user's ``self.variable(..., lambda: normal(self.make_rng('params'), ...))``."""
+
+    class Noisy(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            noise = self.variable(
+                'batch_stats', 'noise', lambda: jax.random.normal(self.make_rng('params'), (3,))
+            )
+            return x * self.param('w', nn.initializers.normal(1.0), (3,)) + noise.value
+
+    class Spectral(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.SpectralNorm(nn.Dense(3))(x, update_stats=True)
+
+    inner = {'noise': Noisy, 'spectral': Spectral}[kind]
+    return nn.vmap(
+        inner,
+        variable_axes={'params': 0, 'batch_stats': 0},
+        split_rngs={'params': True},
+        in_axes=0,
+        out_axes=0,
+    )()
+
+
+@pytest.mark.parametrize('kind', ['noise', 'spectral'])
+def test_lazy_init_of_a_key_drawing_initialiser_under_vmap_is_flax_and_init(kind):
+    # Fuzz finding F22: the closure's first, out-of-trace attempt drew a key before it
+    # met the vmap's tracer; the retry drew the next one, so lazy_init's variables
+    # (the vector, its sigma and the kernel) were not init's.
+    x = jax.random.normal(jax.random.key(42), (2, 3))
+    sds = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    key = jax.random.key(0)
+    ours = keyed_state_model(linen_nn, kind).lazy_init(key, sds)
+    theirs = flax_nn.meta.unbox(keyed_state_model(flax_nn, kind).lazy_init(key, sds))
+    init = keyed_state_model(linen_nn, kind).init(key, x)
+    assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(dict(theirs))
+    for a, b, c in zip(*map(jax.tree_util.tree_leaves, (ours, theirs, init))):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
+
+
+def test_lazy_init_of_a_variable_computed_from_an_abstract_input_names_it():
+    # docs/differences.md: Flax 0.12.12 (JAX 0.12) computes it as if the input were
+    # zeros, Flax 0.12.8 (JAX 0.10) raises LazyInitError; linen raises on every JAX.
+    def mean_model(nn):
+        class Mean(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                mean = self.variable('stats', 'mean', lambda: 1.0 + jnp.mean(x, axis=0))
+                return x + mean.value[None]
+
+        return Mean()
+
+    sds = jax.ShapeDtypeStruct((2, 3), jnp.float32)
+    with pytest.raises(linen_nn.errors.LazyInitError, match='stats/mean'):
+        mean_model(linen_nn).lazy_init(jax.random.key(0), sds)
+    try:
+        theirs = mean_model(flax_nn).lazy_init(jax.random.key(0), sds)
+    except flax_errors.LazyInitError:
+        return
+    np.testing.assert_array_equal(theirs['stats']['mean'], np.ones(3, np.float32))

@@ -144,9 +144,33 @@ _LEAF_ARGS = {
         'deterministic=True',
     ),  # fmt: skip
     'Conv': ('FEATURES', 'kernel_size=(2,)', "padding='SAME'"),
-    'DecodeAttention': (),  # rendered as a class: see Leaf._render_decode
+    # The rest of the layer set, drawn as one bucket (see Leaf.draw).
+    'RMSNorm': (),
+    'GroupNorm': ('num_groups=1',),
+    'InstanceNorm': (),
+    'DenseGeneral': ('FEATURES',),
+    'Einsum': ('shape=(FEATURES, FEATURES)', "einsum_str='...a,ab->...b'"),
+    'PReLU': (),
+    'ConvTranspose': ('FEATURES', 'kernel_size=(2,)', "padding='SAME'"),
+    'ConvLocal': ('FEATURES', 'kernel_size=(2,)', "padding='SAME'"),
+    'WeightNorm': ('nn.Dense(FEATURES)',),
+    'GRU': ('nn.GRUCell(FEATURES)',),  # rendered as nn.RNN(cell)
+    'LSTM': ('nn.OptimizedLSTMCell(FEATURES)',),  # rendered as nn.RNN(cell)
+    'Sequential': ('[nn.Dense(FEATURES), nn.gelu, nn.Dense(FEATURES)]',),
+    'MaxPool': (
+        "[nn.Dense(FEATURES), lambda x: nn.max_pool(x, (2,), padding='SAME')]",
+    ),  # fmt: skip
+    'AvgPool': (
+        "[nn.Dense(FEATURES), lambda x: nn.avg_pool(x, (2,), padding='SAME')]",
+    ),  # fmt: skip
 }
-_DECODE_ATTENTION = """class {name}(nn.Module):
+# The callee of a layer rendered under another name.
+_LEAF_CALLEE = {'GRU': 'RNN', 'LSTM': 'RNN', 'MaxPool': 'Sequential', 'AvgPool': 'Sequential'}
+# Layers rendered as a class of their own (a call with more than the input).
+_LEAF_CLASSES = {
+    # Self-attention with a cache: init sizes the cache from the whole input, apply
+    # decodes it one step at a time ('cache' mutable).
+    'DecodeAttention': """class {name}(nn.Module):
     @nn.compact
     def __call__(self, x):
         attention = nn.MultiHeadDotProductAttention(
@@ -155,7 +179,54 @@ _DECODE_ATTENTION = """class {name}(nn.Module):
         if self.is_initializing():
             return attention(x)
         steps = [attention(x[..., i : i + 1, :]) for i in range(x.shape[-2])]
-        return jnp.concatenate(steps, axis=-2)"""
+        return jnp.concatenate(steps, axis=-2)""",
+    'CausalAttention': """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        attention = nn.MultiHeadDotProductAttention(
+            num_heads=1, qkv_features=4, out_features=FEATURES, deterministic=True
+        )
+        return attention(x, mask=nn.make_causal_mask(x[..., 0]))""",
+    'SpectralNorm': """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.SpectralNorm(nn.Dense(FEATURES))(x, update_stats=True)""",
+}
+# The smallest input rank of each layer (1 when not listed).
+_LEAF_MIN_RANK = {
+    'SelfAttention': 2,
+    'Conv': 2,
+    'DecodeAttention': 2,
+    'GroupNorm': 2,
+    'InstanceNorm': 3,
+    'ConvTranspose': 2,
+    'ConvLocal': 2,
+    'GRU': 2,
+    'LSTM': 2,
+    'MaxPool': 2,
+    'AvgPool': 2,
+    'CausalAttention': 2,
+}
+_LEAF_STATE = {'BatchNorm': 'batch_stats', 'SpectralNorm': 'batch_stats', 'DecodeAttention': 'cache'}
+# Drawn as one bucket, so adding a layer does not thin out the common ones.
+_MORE_LAYERS = (
+    'RMSNorm',
+    'GroupNorm',
+    'InstanceNorm',
+    'DenseGeneral',
+    'Einsum',
+    'PReLU',
+    'ConvTranspose',
+    'ConvLocal',
+    'WeightNorm',
+    'GRU',
+    'LSTM',
+    'Sequential',
+    'MaxPool',
+    'AvgPool',
+    'CausalAttention',
+    'SpectralNorm',
+)
 _PARTITION_INIT = {
     'mesh': "nn.with_partitioning(nn.initializers.lecun_normal(), (None, 'model'))",
     'logical': "nn.with_logical_partitioning(nn.initializers.lecun_normal(), ('embed', 'mlp'))",
@@ -170,19 +241,17 @@ class Leaf(Node):
     partition: str | None = None  # Dense only: boxed kernel metadata
 
     def render(self, src: Source) -> Ctor:
-        if self.layer == 'DecodeAttention':
-            # Self-attention with a cache: init sizes the cache from the whole input,
-            # apply decodes it one step at a time ('cache' mutable).
-            name = src.fresh('Decode')
-            src.add(_DECODE_ATTENTION.format(name=name))
+        if self.layer in _LEAF_CLASSES:
+            name = src.fresh(self.layer.removesuffix('Attention').removesuffix('Norm'))
+            src.add(_LEAF_CLASSES[self.layer].format(name=name))
             return Ctor(name)
         args = _LEAF_ARGS[self.layer]
         if self.partition:
             args += (f'kernel_init={_PARTITION_INIT[self.partition]}',)
-        return Ctor(f'nn.{self.layer}', args)
+        return Ctor(f'nn.{_LEAF_CALLEE.get(self.layer, self.layer)}', args)
 
     def min_rank(self) -> int:
-        return 2 if self.layer in ('SelfAttention', 'Conv', 'DecodeAttention') else 1
+        return _LEAF_MIN_RANK.get(self.layer, 1)
 
     def own_shrinks(self):
         if self.partition:
@@ -198,10 +267,8 @@ class Leaf(Node):
 
     def own_collections(self):
         out = set() if self.layer == 'Dropout' else {'params'}
-        if self.layer == 'BatchNorm':
-            out.add('batch_stats')
-        if self.layer == 'DecodeAttention':
-            out.add('cache')
+        if self.layer in _LEAF_STATE:
+            out.add(_LEAF_STATE[self.layer])
         return out
 
     def own_rngs(self):
@@ -209,10 +276,12 @@ class Leaf(Node):
 
     @staticmethod
     def draw(rng: random.Random, ctx: Ctx) -> Leaf:
-        layers = ['Dense'] * 4 + ['LayerNorm', 'BatchNorm', 'Dropout']
+        layers = ['Dense'] * 4 + ['LayerNorm', 'BatchNorm', 'Dropout', 'more', 'more']
         if ctx.rank >= 2:
             layers += ['SelfAttention', 'Conv', 'DecodeAttention']
         layer = rng.choice(layers)
+        if layer == 'more':
+            layer = rng.choice([m for m in _MORE_LAYERS if _LEAF_MIN_RANK.get(m, 1) <= ctx.rank])
         partition = None
         if layer == 'Dense' and rng.random() < 0.25:
             partition = rng.choice(['mesh', 'logical'])

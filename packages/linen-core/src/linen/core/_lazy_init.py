@@ -31,7 +31,7 @@ import numpy as np
 
 from linen.core import errors
 
-__all__ = ['partial_init', 'concrete_call']
+__all__ = ['partial_init', 'concrete_call', 'concrete_init']
 
 # True while `_eager` runs an init function: the initialisers (and their keys) then
 # run outside the shape trace, see `concrete_call`. A context variable, like every
@@ -45,16 +45,35 @@ def concrete_call(fn: Callable[..., Any], *args, **kwargs) -> Any:
     Under the trace every jitted initialiser (``truncated_normal``...) takes JAX's
     slow Python path and each of its operations is first staged, then evaluated;
     outside it, the same call takes the compiled fast path (about 3x less time). The
-    values are the same. A function that reads a traced value (say an initialiser
-    closed over an abstract input) fails there and runs again inside the trace,
-    where it fails as in Flax's ``lazy_init`` or gives its traced result.
+    values are the same. A tracer among the arguments (a key split by ``nn.vmap``)
+    runs inside the trace directly. A function that reads a traced value (say an
+    initialiser closed over an abstract input) fails outside and runs again inside
+    the trace, where it fails as in Flax's ``lazy_init`` or gives its traced result;
+    see :func:`concrete_init` for functions that may draw keys before they fail.
     """
-    if not EAGER_LAZY_INIT.get():
+    return concrete_init(fn, args, kwargs, None)
+
+
+def concrete_init(
+    fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any], counters: dict | None
+) -> Any:
+    """:func:`concrete_call` of a scope's variable initialiser.
+
+    ``counters`` is the scope's rng counters: an initialiser may be a closure that
+    calls ``make_rng`` and then reads a traced value (``lambda: x + normal(
+    self.make_rng('params'), x.shape)``); the keys its failed attempt drew are given
+    back before the second run, which then draws the keys an ``init`` draws.
+    """
+    if not EAGER_LAZY_INIT.get() or any(isinstance(a, jax.core.Tracer) for a in args):
         return fn(*args, **kwargs)
+    drawn = None if counters is None else dict(counters)
     try:
         with jax.core.eval_context():
             return fn(*args, **kwargs)
     except Exception:
+        if drawn is not None:
+            counters.clear()
+            counters.update(drawn)
         return fn(*args, **kwargs)
 
 

@@ -19,7 +19,7 @@ import jax
 
 from linen.core import errors
 from linen.core._filters import Filter, in_filter
-from linen.core._lazy_init import EAGER_LAZY_INIT, concrete_call
+from linen.core._lazy_init import EAGER_LAZY_INIT, concrete_init
 from linen.core._param_shapes import check_param_shape
 from linen.core._rng import LazyRng, RngStream, check_rngs
 from linen.core._staged_init import STAGING_TRACER, call_initializer
@@ -524,7 +524,7 @@ class Scope:
                     raise errors.ScopeCollectionNotFound(col, name, self.path_text)
                 raise errors.ScopeVariableNotFoundError(name, col, self.path_text)
             if EAGER_LAZY_INIT.get():  # an eager lazy_init: off its shape trace
-                value = concrete_call(init_fn, *init_args, **init_kwargs)
+                value = concrete_init(init_fn, init_args, init_kwargs, self.rng_counters)
             else:
                 value = init_fn(*init_args, **init_kwargs)
             self.put_variable(col, name, value)
@@ -567,7 +567,9 @@ class Scope:
             else:
                 key = self.make_rng('params')
             if EAGER_LAZY_INIT.get():  # an eager lazy_init: off its shape trace
-                value = concrete_call(init_fn, key, *init_args, **init_kwargs)
+                value = concrete_init(
+                    init_fn, (key, *init_args), init_kwargs, self.rng_counters
+                )
             elif type(key) is STAGING_TRACER:  # a traced init: JAX's initializers staged
                 value = call_initializer(init_fn, key, init_args, init_kwargs)
             else:
