@@ -207,7 +207,11 @@ _LEAF_MIN_RANK = {
     'AvgPool': 2,
     'CausalAttention': 2,
 }
-_LEAF_STATE = {'BatchNorm': 'batch_stats', 'SpectralNorm': 'batch_stats', 'DecodeAttention': 'cache'}
+_LEAF_STATE = {
+    'BatchNorm': 'batch_stats',
+    'SpectralNorm': 'batch_stats',
+    'DecodeAttention': 'cache',
+}
 # Drawn as one bucket, so adding a layer does not thin out the common ones.
 _MORE_LAYERS = (
     'RMSNorm',

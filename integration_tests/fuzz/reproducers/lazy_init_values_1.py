@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 CLASS = 'lazy_init/values/layer.SpectralNorm+lift.vmap'
 STAGE = 'lazy_init'
 KIND = 'values'
-SOURCE = '''\
+SOURCE = """\
 # A generated Linen program (integration_tests/fuzz, seed ci, program 218).
 import jax
 import jax.numpy as jnp
@@ -42,7 +42,7 @@ Vmapped2 = nn.vmap(
 
 def make_model():
     return Vmapped2()
-'''
+"""
 
 if __name__ == '__main__':
     from integration_tests.fuzz.reproduce import main

@@ -567,9 +567,7 @@ class Scope:
             else:
                 key = self.make_rng('params')
             if EAGER_LAZY_INIT.get():  # an eager lazy_init: off its shape trace
-                value = concrete_init(
-                    init_fn, (key, *init_args), init_kwargs, self.rng_counters
-                )
+                value = concrete_init(init_fn, (key, *init_args), init_kwargs, self.rng_counters)
             elif type(key) is STAGING_TRACER:  # a traced init: JAX's initializers staged
                 value = call_initializer(init_fn, key, init_args, init_kwargs)
             else:

@@ -248,16 +248,22 @@ class OptimizedLSTMCell(LSTMCell):
             )()
             hidden_kernels.append(kernel)
             hidden_biases.append(bias)
-        kernel_i = jnp.concatenate(input_kernels, axis=-1)
+        # Flax's operations in Flax's order: each product (its operands promoted on
+        # their own) split per gate, then the recurrent part (bias included) plus the
+        # input part, gate by gate. One add over all gates before the split is the
+        # same sum, but XLA may fuse it otherwise and round differently (JAX 0.10,
+        # fuzz finding F23).
         kernel_h = jnp.concatenate(hidden_kernels, axis=-1)
         bias = jnp.concatenate(hidden_biases, axis=-1)
-        inputs, h_in, kernel_i, kernel_h, bias = promote_dtype(
-            inputs, h, kernel_i, kernel_h, bias, dtype=self.dtype
-        )
-        gates = inputs @ kernel_i + (h_in @ kernel_h + _with_rank(bias, h_in.ndim))
-        i, f, g, o = jnp.split(gates, 4, axis=-1)
-        i, f, o = self.gate_fn(i), self.gate_fn(f), self.gate_fn(o)
-        g = self.activation_fn(g)
+        h_in, kernel_h, bias = promote_dtype(h, kernel_h, bias, dtype=self.dtype)
+        recurrent = jnp.split(h_in @ kernel_h + _with_rank(bias, h_in.ndim), 4, axis=-1)
+        kernel_i = jnp.concatenate(input_kernels, axis=-1)
+        inputs, kernel_i = promote_dtype(inputs, kernel_i, dtype=self.dtype)
+        given = jnp.split(inputs @ kernel_i, 4, axis=-1)
+        i = self.gate_fn(recurrent[0] + given[0])
+        f = self.gate_fn(recurrent[1] + given[1])
+        g = self.activation_fn(recurrent[2] + given[2])
+        o = self.gate_fn(recurrent[3] + given[3])
         new_c = f * c + i * g
         new_h = o * self.activation_fn(new_c)
         return (new_c, new_h), new_h
@@ -399,13 +405,15 @@ class MGUCell(RNNCellBase):
         f = self.gate_fn(
             dense_i(name='if', bias_init=self.forget_bias_init)(inputs) + dense_h(name='hf')(h)
         )
-        candidate_in = dense_i(name='in', bias_init=self.activation_bias_init)(inputs)
+        # (Flax's order: the recurrent part, then the input part; the gradient sums
+        # in the order of the operands)
         if self.reset_gate:
-            recurrent = f * dense_h(name='hn', use_bias=True, bias_init=self.activation_bias_init)(
-                h
+            recurrent = (
+                dense_h(name='hn', use_bias=True, bias_init=self.activation_bias_init)(h) * f
             )
         else:
             recurrent = dense_h(name='hn')(h)
+        candidate_in = dense_i(name='in', bias_init=self.activation_bias_init)(inputs)
         n = self.activation_fn(candidate_in + recurrent)
         new_h = (1.0 - f) * n + f * h
         return new_h, new_h
