@@ -3,7 +3,7 @@
 First seen:
     [apply] values-ulp: [0]: max |diff| 2.33e-10
 
-Found by `nox -s fuzz` (seed ls38-old-2, program 310), shrunk. `python /tmp/w/fz3/apply_values_ulp_1.py` prints the
+Found by `nox -s fuzz` (seed ls38-old-2, program 310), shrunk. `python integration_tests/fuzz/reproducers/apply_values_ulp_1.py` prints the
 differences between Flax and linen and exits 1 while this one remains.
 """
 

@@ -13,7 +13,7 @@ import pytest
 
 import linen.nn as nn
 from linen.core import errors
-from linen.transforms.errors import TransformAxisSizeError
+from linen.transforms.errors import TransformAxisSizeError, VmapVariableAxisError
 
 
 def normal_init(key, shape):
@@ -299,6 +299,27 @@ def test_axis_size_cannot_be_inferred_while_splitting_rngs():
     model = stacked_dense(in_axes=None)
     with pytest.raises(TransformAxisSizeError, match='axis_size='):
         model.init(jax.random.key(0), jnp.ones((4,)))
+
+
+def test_a_mapped_variable_without_the_mapped_axis_is_named():
+    # A setup-made variable under nn.jit is made outside the vmapped call, so it has no
+    # mapped axis; Flax raises an IndexError there, JAX's vmap a ValueError.
+    class Counter(nn.Module):
+        def setup(self):
+            self.count = self.variable('state', 'count', lambda: jnp.zeros(()))
+
+        def __call__(self, x):
+            self.count.value = self.count.value + 1.0
+            return x + self.count.value
+
+    stacked = nn.vmap(Counter, variable_axes={'state': 0}, split_rngs={'params': False})
+    x = jnp.ones((2, 3))
+    # Made inside the vmapped call: one count per slice.
+    assert stacked().init(jax.random.key(0), x)['state']['count'].shape == (2,)
+    with pytest.raises(VmapVariableAxisError, match=r'state/count in scope .* has shape \(\)'):
+        nn.jit(stacked)().init(jax.random.key(0), x)
+    with pytest.raises(IndexError):
+        nn.jit(stacked)().init(jax.random.key(0), x)
 
 
 def test_vmap_of_a_non_module_is_a_target_error():

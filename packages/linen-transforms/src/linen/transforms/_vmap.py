@@ -12,7 +12,20 @@ from linen.core import Scope, in_filter, intersect_filters, union_filters
 from linen.core.lifting import Filter
 from linen.transforms import _pack
 from linen.transforms._axis_markers import SplitAxes
-from linen.transforms.errors import TransformAxisSizeError
+from linen.transforms.errors import TransformAxisSizeError, VmapVariableAxisError
+
+
+def _check_mapped_axes(groups, axes, scope: Scope) -> None:
+    """Every variable of a group mapped along ``axis`` has that axis (else a typed error)."""
+    for group, axis in zip(groups, axes):
+        if not isinstance(axis, int):
+            continue
+        for collection, tree in group.items():
+            for keys, leaf in jax.tree_util.tree_leaves_with_path(tree):
+                shape = getattr(leaf, 'shape', None)
+                if shape is not None and not -len(shape) <= axis < len(shape):
+                    name = '/'.join(str(getattr(k, 'key', k)) for k in keys)
+                    raise VmapVariableAxisError(collection, name, shape, axis, scope.path_text)
 
 
 def _infer_axis_size(args: tuple, in_axes: Any) -> int | None:
@@ -76,6 +89,7 @@ def vmap(
         all_groups, all_split, all_bcast, all_paths = [], [], [], []
         for scope in scopes:
             groups = _pack.group_variables(_pack.gather_variables(scope), in_filters)
+            _check_mapped_axes(groups, in_axes_of_groups, scope)
             all_groups.append(
                 tuple(
                     {}

@@ -11,6 +11,7 @@ __all__ = [
     'ScanCarryCreationError',
     'ScanBroadcastAxisError',
     'TransformArgumentError',
+    'VmapVariableAxisError',
 ]
 
 
@@ -119,6 +120,25 @@ class TransformArgumentError(LinenError, ValueError):
         super().__init__(msg)
 
 
+class VmapVariableAxisError(LinenError, IndexError, ValueError):
+    """``nn.vmap`` maps a collection along an axis one of its variables does not have.
+
+    The usual cause: the variable was made outside the vmapped call, say in the
+    ``setup`` of a module that ``nn.jit`` also runs outside its compiled function, so
+    it has no mapped axis. Flax fails there with an ``IndexError``, JAX's ``vmap``
+    with a ``ValueError``: this error is both, and names the variable.
+    """
+
+    def __init__(self, collection: str, name: str, shape: tuple, axis: int, path: str):
+        super().__init__(
+            f'nn.vmap maps collection {collection!r} along axis {axis}, but variable '
+            f'{collection}/{name} in scope "/{path}" has shape {tuple(shape)}, with no such '
+            'axis: it was made outside the vmapped call (a `setup` that nn.jit runs outside '
+            'its compiled function does), or with too few axes. Make it inside the vmapped '
+            f'call (in a compact method), or map {collection!r} with `variable_axes` None.'
+        )
+
+
 for _cls in (
     TransformAxisSizeError,
     ScanLengthError,
@@ -126,5 +146,6 @@ for _cls in (
     ScanCarryCreationError,
     ScanBroadcastAxisError,
     TransformArgumentError,
+    VmapVariableAxisError,
 ):
     _cls.__module__ = __name__
