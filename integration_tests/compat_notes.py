@@ -39,7 +39,9 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
         'vmap': (
             'supported',
             'Modules and Variables passed as arguments are lifted, and keyword arguments '
-            "are dropped with Flax's `RuntimeWarning`, as in Flax.",
+            "are dropped with Flax's `RuntimeWarning`, as in Flax. A mapped variable "
+            'without the mapped axis (made in `setup` under `nn.jit`, outside the vmapped '
+            "call) raises `VmapVariableAxisError` naming it, an `IndexError` as Flax's.",
         ),
         'scan': (
             'supported',
