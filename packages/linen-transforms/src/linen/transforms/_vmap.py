@@ -89,7 +89,6 @@ def vmap(
         all_groups, all_split, all_bcast, all_paths = [], [], [], []
         for scope in scopes:
             groups = _pack.group_variables(_pack.gather_variables(scope), in_filters)
-            _check_mapped_axes(groups, in_axes_of_groups, scope)
             all_groups.append(
                 tuple(
                     {}
@@ -100,6 +99,8 @@ def vmap(
                     for i, (g, ax) in enumerate(zip(groups, in_axes_of_groups))
                 )
             )
+            # (after remove_axis: a metadata box may make the mapped axis there)
+            _check_mapped_axes(all_groups[-1], in_axes_of_groups, scope)
             keys, paths = _pack.rng_keys(scope)
             all_split.append(
                 {k: v for k, v in keys.items() if any(in_filter(f, k) for f in split_filter)}
