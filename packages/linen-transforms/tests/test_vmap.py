@@ -322,50 +322,6 @@ def test_a_mapped_variable_without_the_mapped_axis_is_named():
         nn.jit(stacked)().init(jax.random.key(0), x)
 
 
-def test_a_metadata_box_may_make_the_mapped_axis():
-    # A box's remove_axis may give its value the axis vmap maps (Flax's own test of
-    # add_axis/remove_axis does): the axis check reads the values vmap receives.
-    from typing import Any
-
-    from linen.core import meta, struct
-
-    class Spread(struct.PyTreeNode, meta.AxisMetadata):
-        value: Any
-
-        def unbox(self):
-            return self.value
-
-        def replace_boxed(self, val):
-            return self.replace(value=val)
-
-        def add_axis(self, index, params):
-            return self.replace(value=jnp.mean(self.value, axis=index))
-
-        def remove_axis(self, index, params):
-            shape = list(self.value.shape)
-            shape.insert(index, params['axis_size'])
-            return self.replace(value=jnp.broadcast_to(self.value, shape))
-
-    class Scalar(nn.Module):
-        @nn.compact
-        def __call__(self, x):
-            self.variable('aux', 'v', lambda: Spread(jnp.ones(())))
-            return x
-
-    class Top(nn.Module):
-        @nn.compact
-        def __call__(self, x):
-            mapped = nn.vmap(
-                Scalar, variable_axes={'aux': 0}, metadata_params={'axis_size': x.shape[0]}
-            )(name='mapped')
-            return mapped(mapped(x))
-
-    x = jnp.ones((2, 5))
-    variables = Top().init(jax.random.key(0), x)
-    assert variables['aux']['mapped']['v'].value.shape == ()
-    np.testing.assert_array_equal(Top().apply(variables, x), x)
-
-
 def test_vmap_of_a_non_module_is_a_target_error():
     with pytest.raises(errors.TransformTargetError, match='Module class or a Module method'):
         nn.vmap(42, variable_axes={}, split_rngs={})
