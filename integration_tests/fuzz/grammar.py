@@ -212,6 +212,230 @@ _LEAF_STATE = {
     'SpectralNorm': 'batch_stats',
     'DecodeAttention': 'cache',
 }
+# Five families drawn as a second bucket, each in several variants (see Leaf.draw):
+# nn.Embed fed integer ids (and its attend), nn.Bidirectional over two nn.RNNs,
+# nn.MultiHeadDotProductAttention with separate key and value inputs (mask, dropout,
+# decoding cache, sown weights), nn.BatchNorm with and without its running averages,
+# nn.Dropout with broadcast dimensions and rates 0, 0.5 and 1.
+_EMBED = {
+    # ids from the largest feature; the embedding's attend reads the sum back
+    'EmbedArgmax': """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        embed = nn.Embed(num_embeddings=FEATURES, features=FEATURES)
+        ids = jnp.argmax(x, axis=-1)
+        return embed.attend(embed(ids) + x)""",
+    # ids from rounded, clipped values: one embedding per feature, averaged
+    'EmbedClip': """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        ids = (jnp.clip(jnp.round(x * 2.0), -3.0, 3.0) + 3.0).astype(jnp.int32)
+        y = nn.Embed(7, FEATURES, name='table')(ids)
+        return jnp.mean(y, axis=-2)""",
+    # setup style; attend alone in one method, a lookup of fixed ids besides
+    'EmbedSetup': """class {name}(nn.Module):
+    def setup(self):
+        self.embed = nn.Embed(5, FEATURES, embedding_init=nn.initializers.normal(0.5))
+    def __call__(self, x):
+        ids = jnp.argmin(jnp.abs(x), axis=-1).astype(jnp.uint8)
+        scores = self.embed.attend(x)
+        return scores[..., :FEATURES] + self.embed(ids)""",
+}
+_CELLS = {
+    'GRU': 'nn.GRUCell(FEATURES)',
+    'LSTM': 'nn.LSTMCell(FEATURES)',
+    'OptLSTM': 'nn.OptimizedLSTMCell(FEATURES)',
+    'Simple': 'nn.SimpleCell(FEATURES)',
+}
+_BIDIRECTIONAL_MERGES = {
+    # the default merge concatenates: a Dense projects 2F features back to F
+    'Concat': ('', 'return nn.Dense(FEATURES)(bi(x))'),
+    'Mean': (', merge_fn=lambda a, b: (a + b) / 2', 'return bi(x)'),
+    'Carry': (
+        ', merge_fn=lambda a, b: a - b, return_carry=True',
+        'carry, y = bi(x)\n'
+        '        return y + jnp.expand_dims(jax.tree_util.tree_leaves(carry)[-1], -2)',
+    ),
+    # seq_lengths: the batch's first sequence is one step shorter (rank 3 and up)
+    'Lengths': (
+        ', merge_fn=jnp.maximum',
+        'lengths = jnp.full(x.shape[:-2], x.shape[-2], jnp.int32).at[0].set(x.shape[-2] - 1)\n'
+        '        return bi(x, seq_lengths=lengths)',
+    ),
+}
+_BIDIRECTIONAL = {
+    f'Bi{merge}{cell}': (
+        'class {name}(nn.Module):\n'
+        '    @nn.compact\n'
+        '    def __call__(self, x):\n'
+        f'        bi = nn.Bidirectional(nn.RNN({ctor}), nn.RNN({back}){attrs})\n'
+        f'        {body}'
+    )
+    for merge, (attrs, body) in _BIDIRECTIONAL_MERGES.items()
+    for cell, ctor in _CELLS.items()
+    # Carry: a backward cell of another kind (its carry is the last leaf)
+    for back in [_CELLS['GRU'] if merge == 'Carry' and cell != 'GRU' else ctor]
+}
+_CROSS = {
+    # keys from a Dense of the input, values its time-reversed copy (two heads of
+    # depth 2: the logits' scale 1/sqrt(2) is inexact, unlike SelfAttention's 1/2)
+    'CrossKV': """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        k = nn.Dense(FEATURES)(x)
+        attention = nn.MultiHeadDotProductAttention(
+            num_heads=2, qkv_features=4, out_features=FEATURES, deterministic=True
+        )
+        return attention(x, k, jnp.flip(x, axis=-2))""",
+    # a padding mask from the keys combined with a causal one; weights sown
+    'CrossMask': """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        k = nn.Dense(FEATURES)(x)
+        mask = nn.combine_masks(
+            nn.make_attention_mask(x[..., 0] > -5.0, k[..., 0] > 0.0),
+            nn.make_causal_mask(x[..., 0]),
+        )
+        attention = nn.MultiHeadDotProductAttention(
+            num_heads=2, qkv_features=4, out_features=FEATURES, deterministic=True
+        )
+        return attention(x, k, k * 0.5, mask=mask, sow_weights={sow})""",
+    # attention dropout from the 'dropout' stream, shared over heads or not
+    'CrossDropout': """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        v = nn.Dense(FEATURES, use_bias=False)(x)
+        attention = nn.MultiHeadDotProductAttention(
+            num_heads=2, qkv_features=4, out_features=FEATURES, dropout_rate=0.5,
+            broadcast_dropout={broadcast}, deterministic=False,
+        )
+        return attention(x, x[..., ::-1, :], v)""",
+    # the dropout key handed in, deterministic given at the call
+    'CrossDropoutRng': """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        attention = nn.MultiHeadDotProductAttention(
+            num_heads=1, qkv_features=4, out_features=FEATURES, dropout_rate=0.25
+        )
+        rng = self.make_rng('noise')
+        return attention(x, jnp.tanh(x), x, deterministic=False, dropout_rng=rng)""",
+    # a decoding cache of separate keys and values: init sizes it, apply decodes
+    'CrossDecode': """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        k = nn.Dense(FEATURES)(x)
+        attention = nn.MultiHeadDotProductAttention(
+            num_heads=2, qkv_features=6, out_features=FEATURES, decode=True, deterministic=True
+        )
+        if self.is_initializing():
+            return attention(x, k, x)
+        steps = [
+            attention(x[..., i : i + 1, :], k[..., i : i + 1, :], x[..., i : i + 1, :])
+            for i in range(x.shape[-2])
+        ]
+        return jnp.concatenate(steps, axis=-2)""",
+}
+_BATCH_NORM = {
+    # the running averages updated (batch_stats mutable in apply)
+    'BatchNormTrain': ('use_running_average=False', 'momentum=0.9', 'epsilon=1e-3'),
+    # the running averages read, never written
+    'BatchNormEval': ('use_running_average=True',),
+    'BatchNormPlain': (
+        'use_running_average=False',
+        'momentum=0.5',
+        'use_bias=False',
+        'use_scale=False',
+        'use_fast_variance=False',
+    ),
+}
+_BATCH_NORM_CLASSES = {
+    # one instance: a training call, then one reading the averages it just wrote
+    'BatchNormTwice': """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        norm = nn.BatchNorm(momentum=0.7, epsilon=1e-4)
+        y = norm(x, use_running_average=False)
+        return norm(y, use_running_average=True)""",
+    # use_running_average given at the call only
+    'BatchNormCall': """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.BatchNorm(momentum=0.99, axis=-1)(x, use_running_average=False)""",
+}
+_DROPOUT = {
+    'DropoutBroadcast': ('rate=0.5', 'broadcast_dims=(0,)', 'deterministic=False'),
+    'DropoutFeatures': ('rate=0.5', 'broadcast_dims=(-1,)', 'deterministic=False'),
+    'DropoutZero': ('rate=0.0', 'deterministic=False'),
+    'DropoutAll': ('rate=1.0', 'broadcast_dims=(0,)', 'deterministic=False'),
+    'DropoutNoise': ('0.5', "rng_collection='noise'", 'deterministic=False'),
+}
+_DROPOUT_CLASSES = {
+    # deterministic given at the call only
+    'DropoutCall': """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dropout(0.25, broadcast_dims=(0,))(x, deterministic=False)""",
+}
+_FAMILIES = {
+    'embed': tuple(_EMBED),
+    'bidirectional': tuple(_BIDIRECTIONAL),
+    'cross': (
+        'CrossKV',
+        'CrossMask',
+        'CrossMaskSow',
+        'CrossDropout',
+        'CrossDropoutHeads',
+        'CrossDropoutRng',
+        'CrossDecode',
+    ),
+    'batch_norm': tuple(_BATCH_NORM) + tuple(_BATCH_NORM_CLASSES),
+    'dropout': tuple(_DROPOUT) + tuple(_DROPOUT_CLASSES),
+}
+_LEAF_ARGS.update(_BATCH_NORM)
+_LEAF_ARGS.update(_DROPOUT)
+_LEAF_CALLEE.update({n: 'BatchNorm' for n in _BATCH_NORM})
+_LEAF_CALLEE.update({n: 'Dropout' for n in _DROPOUT})
+_LEAF_CLASSES.update(_EMBED)
+_LEAF_CLASSES.update(_BIDIRECTIONAL)
+_LEAF_CLASSES.update(
+    {k: v for k, v in _CROSS.items() if '{sow}' not in v and '{broadcast}' not in v}
+)
+_LEAF_CLASSES['CrossMask'] = _CROSS['CrossMask'].replace('{sow}', 'False')
+_LEAF_CLASSES['CrossMaskSow'] = _CROSS['CrossMask'].replace('{sow}', 'True')
+_LEAF_CLASSES['CrossDropout'] = _CROSS['CrossDropout'].replace('{broadcast}', 'True')
+_LEAF_CLASSES['CrossDropoutHeads'] = _CROSS['CrossDropout'].replace('{broadcast}', 'False')
+_LEAF_CLASSES.update(_BATCH_NORM_CLASSES)
+_LEAF_CLASSES.update(_DROPOUT_CLASSES)
+_LEAF_MIN_RANK.update({n: 2 for n in _BIDIRECTIONAL})
+_LEAF_MIN_RANK.update({n: 3 for n in _BIDIRECTIONAL if n.startswith('BiLengths')})
+_LEAF_MIN_RANK.update({n: 2 for n in _FAMILIES['cross']})
+_LEAF_STATE.update({n: 'batch_stats' for n in _FAMILIES['batch_norm']})
+_LEAF_STATE['CrossDecode'] = 'cache'
+# Layers without parameters, and the rng stream each draws from.
+_NO_PARAMS = frozenset({'Dropout', 'BatchNormPlain', *_FAMILIES['dropout']})
+_LEAF_RNGS = {
+    'Dropout': 'dropout',
+    **{n: 'dropout' for n in _FAMILIES['dropout'] if n != 'DropoutZero'},
+    'DropoutNoise': 'noise',
+    'CrossDropout': 'dropout',
+    'CrossDropoutHeads': 'dropout',
+    'CrossDropoutRng': 'noise',
+}
+# Sown values: intermediates.
+_LEAF_SOWS = frozenset({'CrossMaskSow'})
+# A simpler variant of the same family, tried by the shrinker before Dense.
+_LEAF_SIMPLER = {
+    **{n: 'EmbedArgmax' for n in _EMBED if n != 'EmbedArgmax'},
+    **{
+        f'Bi{merge}{cell}': f'BiMean{cell}' if merge != 'Mean' else 'BiMeanGRU'
+        for merge in _BIDIRECTIONAL_MERGES
+        for cell in _CELLS
+        if (merge, cell) != ('Mean', 'GRU')
+    },
+    **{n: 'CrossKV' for n in _FAMILIES['cross'] if n != 'CrossKV'},
+    **{n: 'BatchNorm' for n in _FAMILIES['batch_norm']},
+    **{n: 'Dropout' for n in _FAMILIES['dropout']},
+}
 # Drawn as one bucket, so adding a layer does not thin out the common ones.
 _MORE_LAYERS = (
     'RMSNorm',
@@ -260,6 +484,8 @@ class Leaf(Node):
     def own_shrinks(self):
         if self.partition:
             yield replace(self, partition=None)
+        if self.layer in _LEAF_SIMPLER:
+            yield Leaf(_LEAF_SIMPLER[self.layer])
         if self.layer != 'Dense':
             yield Leaf('Dense')
 
@@ -270,22 +496,36 @@ class Leaf(Node):
         return out
 
     def own_collections(self):
-        out = set() if self.layer == 'Dropout' else {'params'}
+        out = set() if self.layer in _NO_PARAMS else {'params'}
         if self.layer in _LEAF_STATE:
             out.add(_LEAF_STATE[self.layer])
+        if self.layer in _LEAF_SOWS:
+            out.add('intermediates')
         return out
 
     def own_rngs(self):
-        return {'dropout'} if self.layer == 'Dropout' else set()
+        return {_LEAF_RNGS[self.layer]} if self.layer in _LEAF_RNGS else set()
 
     @staticmethod
     def draw(rng: random.Random, ctx: Ctx) -> Leaf:
-        layers = ['Dense'] * 4 + ['LayerNorm', 'BatchNorm', 'Dropout', 'more', 'more']
+        layers = ['Dense'] * 4 + ['LayerNorm', 'BatchNorm', 'Dropout', 'more', 'more', 'family']
         if ctx.rank >= 2:
             layers += ['SelfAttention', 'Conv', 'DecodeAttention']
         layer = rng.choice(layers)
         if layer == 'more':
             layer = rng.choice([m for m in _MORE_LAYERS if _LEAF_MIN_RANK.get(m, 1) <= ctx.rank])
+        elif layer == 'family':
+            # a family, then one of its variants valid here (sown weights not in a loop)
+            fits = {
+                family: [
+                    v
+                    for v in variants
+                    if _LEAF_MIN_RANK.get(v, 1) <= ctx.rank
+                    and not (ctx.in_loop and v in _LEAF_SOWS)
+                ]
+                for family, variants in _FAMILIES.items()
+            }
+            layer = rng.choice(rng.choice([v for v in fits.values() if v]))
         partition = None
         if layer == 'Dense' and rng.random() < 0.25:
             partition = rng.choice(['mesh', 'logical'])
