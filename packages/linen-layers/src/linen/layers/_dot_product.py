@@ -29,6 +29,7 @@ from linen.module import Module
 
 Array = Any
 PRNGKey = Any
+_Tracer = jax.core.Tracer
 Dtype = Any
 
 
@@ -137,9 +138,30 @@ def _explicit_einsum(fn, lhs, rhs, lhs_tail, rhs_tail, out_tail) -> tuple:
     return lhs, rhs, ({} if out_sharding is None else {'out_sharding': out_sharding})
 
 
+def _root(depth: int, dtype) -> Array:
+    return jnp.sqrt(depth).astype(dtype)
+
+
+# (traced once per depth and dtype: the two equations without jnp's Python each time)
+_staged_root = staged(_root, static_argnums=(0, 1))
+
+
+def _depth_scale(query, dtype):
+    """``sqrt(depth)`` in ``dtype``: the square root taken in float32, then cast.
+
+    Traced, the root is an operation of the program, as in Flax's (XLA folds it; a
+    constant in its place is another program, which XLA may round otherwise). Eagerly
+    the host computes the same float32 root, without a device operation.
+    """
+    depth = shape_of(query)[-1]
+    if isinstance(query, _Tracer):
+        return _staged_root(depth, dtype)
+    return np.sqrt(np.float32(depth)).astype(dtype)
+
+
 def _weights_body(query, key, bias, mask, dtype, precision, force_fp32_for_softmax):
     """Scaled logits, bias, mask and softmax: the operations of the default path, in order."""
-    query = query / np.sqrt(query.shape[-1]).astype(dtype)
+    query = query / _root(query.shape[-1], dtype)  # (traced: see _depth_scale)
     logits = jnp.einsum('...qhd,...khd->...hqk', query, key, precision=precision)
     if bias is not None:
         logits = logits + bias
@@ -245,8 +267,7 @@ def dot_product_attention_weights(
         return _sow_and_drop(
             weights, module, key, deterministic, dropout_rate, broadcast_dropout, dropout_rng
         )
-    # A host-side constant: jnp.sqrt here would run an eager device op on every trace.
-    query = query / np.sqrt(shape_of(query)[-1]).astype(dtype)
+    query = query / _depth_scale(query, dtype)
     logits = _qk_logits(query, key, precision, einsum_dot_general, einsum)
     if bias is not None:
         if not _broadcasts_to(jnp.shape(bias), logits.shape):

@@ -52,6 +52,8 @@ Axes = int | Iterable[int]
 Dtype = Any
 Initializer = Callable[..., Array]
 
+_Tracer = jax.core.Tracer
+
 
 # --------------------------------------------------------------------------- errors
 
@@ -94,7 +96,11 @@ def _canonicalize_axes(module: Module, what: str, axes: Axes, shape, fix: str) -
 
 
 def _norm_shapes(shape: tuple, reduction_axes: tuple, feature_axes: tuple) -> tuple:
-    """``(stats shape, feature shape, param shape)`` of a norm over ``shape``."""
+    """``(stats shape, stats axes, feature shape, param shape)`` of a norm over ``shape``.
+
+    The statistics (``shape`` without ``reduction_axes``) are broadcast to ``stats shape``
+    along ``stats axes``; ``scale`` and ``bias`` are reshaped to ``feature shape``.
+    """
     key = (shape, reduction_axes, feature_axes)
     try:
         return _NORM_SHAPES[key]
@@ -104,6 +110,7 @@ def _norm_shapes(shape: tuple, reduction_axes: tuple, feature_axes: tuple) -> tu
         key = None
     shapes = (
         tuple(1 if ax in reduction_axes else d for ax, d in enumerate(shape)),
+        tuple(ax for ax in range(len(shape)) if ax not in reduction_axes),
         tuple(d if ax in feature_axes else 1 for ax, d in enumerate(shape)),
         tuple(shape[ax] for ax in feature_axes),
     )
@@ -145,9 +152,16 @@ def _reshape(x: Array, shape: tuple) -> Array:
     return lax.reshape(x, shape)
 
 
+def _expand(x: Array, shape: tuple, axes: tuple) -> Array:
+    # The statistics get their reduced axes back as a broadcast, not a reshape: Flax's
+    # equation, whose transpose is a sum over the size-1 axes (a reshape's is a reshape).
+    return lax.broadcast_in_dim(x, shape, axes)
+
+
 # One-operation staged calls, used traced or not (see `_staged.py`): bare, these
 # were most of a transformer's extra gradient-trace time.
 _reshaped = staged(_reshape, static_argnums=1)
+_expanded = staged(_expand, static_argnums=(1, 2))
 _square = staged(lax.square)
 _rsqrt = staged(lax.rsqrt)
 
@@ -175,8 +189,9 @@ def _compute_stats(
     use_fast_variance: bool = True,
     mask: Array | None = None,
     force_float32_reductions: bool = True,
-) -> tuple[Array, Array]:
-    """Mean and variance of ``x`` over ``axes`` (mean is 0 when ``use_mean`` is off).
+) -> tuple[Array | None, Array]:
+    """Mean and variance of ``x`` over ``axes`` (mean is None, a zero mean, when
+    ``use_mean`` is off; the variance is then the mean square).
 
     Across devices the per-device means are averaged (not count-weighted under a
     mask), as Flax does, so the statistics match its numerics.
@@ -192,14 +207,19 @@ def _compute_stats(
 
     def mean(*values):
         means = tuple(jnp.mean(v, axes, where=mask) for v in values)
-        if axis_name is not None:
-            # One collective for all the moments, not one per moment.
-            means = lax.pmean(means, axis_name, axis_index_groups=axis_index_groups)
-        return means
+        if axis_name is None:
+            return means
+        if len(means) == 1:
+            return (lax.pmean(means[0], axis_name, axis_index_groups=axis_index_groups),)
+        # One collective for all the moments, stacked in one array as Flax does: an
+        # all-reduce of one buffer may add in another order than that of two.
+        stacked = lax.pmean(jnp.stack(means), axis_name, axis_index_groups=axis_index_groups)
+        return tuple(stacked[i] for i in range(len(means)))
 
     if not use_mean:
+        # No mean: ``_normalize`` subtracts a zero one (``None``), as Flax's program does.
         (mean_sq,) = mean(_abs_sq(x))
-        return jnp.zeros((), mean_sq.dtype), mean_sq
+        return None, mean_sq
     if use_fast_variance:
         mu, mean_sq = mean(x, _abs_sq(x))
         # E[x^2] - E[x]^2 can round below zero.
@@ -209,10 +229,18 @@ def _compute_stats(
     return mu, var
 
 
-def _centered(x, mean, var, stats_shape: tuple, epsilon: float, subtract_mean: bool):
-    """``(rsqrt(var + epsilon), x - mean)``, the statistics reshaped to ``stats_shape``."""
-    mul = _rsqrt(_reshaped(var, stats_shape) + epsilon)
-    return mul, (x - _reshaped(mean, stats_shape) if subtract_mean else x)
+def _centered(x, mean, var, stats_shape: tuple, stats_axes: tuple, epsilon: float):
+    """``(x - mean, rsqrt(var + epsilon))``, the statistics broadcast to ``stats_shape``.
+
+    Flax's operations in Flax's order (the same values in another order can compile,
+    and round, differently): both statistics broadcast, the subtraction (``x`` cast to
+    the statistics' dtype), then the reciprocal. ``mean`` None is a zero mean.
+    """
+    if mean is None:
+        mean = lax.full(shape_of(var), 0.0, dtype_of(var))
+    mean = _expanded(mean, stats_shape, stats_axes)
+    var = _expanded(var, stats_shape, stats_axes)
+    return x - mean, _rsqrt(var + epsilon)
 
 
 def _scaled(y, mul, scale, feature_shape: tuple):
@@ -236,7 +264,7 @@ _shifted_staged = staged(_shifted, static_argnums=2)
 def _normalize(
     module: Module,
     x: Array,
-    mean: Array,
+    mean: Array | None,
     var: Array,
     reduction_axes: tuple[int, ...],
     feature_axes: tuple[int, ...],
@@ -247,18 +275,24 @@ def _normalize(
     use_scale: bool,
     bias_init: Initializer,
     scale_init: Initializer,
-    subtract_mean: bool = True,
 ) -> Array:
-    """``(x - mean) * rsqrt(var + epsilon) * scale + bias``, params created in Flax's order."""
-    stats_shape, feature_shape, param_shape = _norm_shapes(
+    """``(x - mean) * rsqrt(var + epsilon) * scale + bias``, params created in Flax's order.
+
+    ``mean`` None (RMSNorm) is a zero mean, subtracted as Flax does.
+    """
+    stats_shape, stats_axes, feature_shape, param_shape = _norm_shapes(
         shape_of(x), reduction_axes, feature_axes
     )
 
     # Op by op unless staged anyway, as Flax's (a compiled run could round differently).
     traced = is_staged(x)
-    mul, y = (_centered_staged if traced else _centered)(
-        x, mean, var, stats_shape, epsilon, subtract_mean
-    )
+    if mean is None and not isinstance(x, _Tracer):
+        # Eagerly there is no program to match, and `x - 0` is `x` bit for bit: skip it.
+        y, mul = x, _rsqrt(_expanded(var, stats_shape, stats_axes) + epsilon)
+    else:
+        y, mul = (_centered_staged if traced else _centered)(
+            x, mean, var, stats_shape, stats_axes, epsilon
+        )
     args = [x]
     if use_scale:
         scale = module.param('scale', scale_init, param_shape, param_dtype)
@@ -403,7 +437,6 @@ class RMSNorm(Module):
         return _normalize(
             self, x, mean, var, reduction_axes, feature_axes, self.dtype, self.param_dtype,
             self.epsilon, False, self.use_scale, initializers.zeros, self.scale_init,
-            subtract_mean=False,
         )  # fmt: skip
 
 
@@ -623,19 +656,27 @@ class GroupNorm(Module):
 
         group_shape = (*x.shape[:-1], num_groups, group_size)
         outer_axes = reduction_axes[:-1]
-        if mask is not None and mask.shape != x.shape:
-            mask = jnp.broadcast_to(mask, x.shape)
+        if mask is not None:
+            mask_shape = mask.shape
+            if not mask_shape or mask_shape[-1] != channels:
+                # (Flax cannot split such a mask into groups: it is broadcast first.)
+                mask = jnp.broadcast_to(mask, x.shape)
+                mask_shape = x.shape
+            mask = mask.reshape(*mask_shape[:-1], num_groups, group_size)
         mean, var = _compute_stats(
             x.reshape(group_shape), (*outer_axes, ndim), self.dtype,
             self.axis_name, self.axis_index_groups,
-            use_fast_variance=self.use_fast_variance,
-            mask=None if mask is None else mask.reshape(group_shape),
+            use_fast_variance=self.use_fast_variance, mask=mask,
             force_float32_reductions=self.force_float32_reductions,
         )  # fmt: skip
-        # Back from one statistic per group to one per channel.
-        stats_groups = (*mean.shape, group_size)
-        mean = jnp.broadcast_to(mean[..., None], stats_groups).reshape(*mean.shape[:-1], channels)
-        var = jnp.broadcast_to(var[..., None], stats_groups).reshape(*var.shape[:-1], channels)
+        # Back from one statistic per group to one per channel: broadcast over the
+        # group's channels, then merge the two axes (Flax's two operations).
+        stats_shape = shape_of(mean)
+        per_group = (*stats_shape, group_size)
+        group_axes = tuple(range(len(stats_shape)))
+        per_channel = (*stats_shape[:-1], channels)
+        mean = _reshaped(_expanded(mean, per_group, group_axes), per_channel)
+        var = _reshaped(_expanded(var, per_group, group_axes), per_channel)
         return _normalize(
             self, x, mean, var, outer_axes, (ndim - 1,), self.dtype, self.param_dtype,
             self.epsilon, self.use_bias, self.use_scale, self.bias_init, self.scale_init,

@@ -76,12 +76,17 @@ def pool(inputs, init, reduce_fn: Callable, window_shape, strides, padding):
             'Add the feature axis (e.g. x[..., None]), or use a shorter window_shape.',
         )
     padding = _window_padding(padding, n, 'pool')
-    lead = (1,) * num_batch
+    if num_batch == 0:
+        # Pooled as a batch of one, as Flax does: XLA compiles a window over an added
+        # axis of one into another program than the window without it.
+        inputs = lax.expand_dims(inputs, (0,))
+    lead = (1,) * max(num_batch, 1)
     dims = (*lead, *window_shape, 1)
     full_strides = (*lead, *strides, 1)
     if not isinstance(padding, str):
-        padding = (*((0, 0),) * num_batch, *padding, (0, 0))
-    return lax.reduce_window(inputs, init, reduce_fn, dims, full_strides, padding)
+        padding = (*((0, 0),) * len(lead), *padding, (0, 0))
+    y = lax.reduce_window(inputs, init, reduce_fn, dims, full_strides, padding)
+    return lax.squeeze(y, (0,)) if num_batch == 0 else y
 
 
 def avg_pool(inputs, window_shape, strides=None, padding='VALID', count_include_pad=True):
@@ -101,12 +106,13 @@ def avg_pool(inputs, window_shape, strides=None, padding='VALID', count_include_
     y = pool(inputs, 0.0, lax.add, window_shape, strides, padding)
     if count_include_pad:
         return y / np.prod(window_shape)
-    # Count the real elements per window by pooling ones of the spatial shape.
-    n = len(tuple(window_shape))
-    ones = jnp.ones((*inputs.shape[inputs.ndim - n - 1 : -1], 1), y.dtype)
-    counts = pool(ones, 0.0, lax.add, window_shape, strides, padding)
-    # Explicit leading axes: strict rank promotion forbids implicit broadcasting.
-    return y / counts.reshape((1,) * (y.ndim - counts.ndim) + counts.shape)
+    # Count the real elements per window by pooling ones of the input's shape, one
+    # feature and (for a single batch axis) one example: the ones Flax pools. They are
+    # of the default float dtype, as Flax's, so a narrower input averages into it.
+    shape = inputs.shape
+    batch = shape[: len(shape) - len(tuple(window_shape)) - 1]
+    ones = jnp.ones((*(batch if len(batch) != 1 else (1,)), *shape[len(batch) : -1], 1))
+    return y / pool(ones, 0.0, lax.add, window_shape, strides, padding)
 
 
 def max_pool(inputs, window_shape, strides=None, padding='VALID'):
