@@ -50,6 +50,8 @@ def direct(monkeypatch):
         monkeypatch.setattr(normalization_module, '_reshaped', normalization_module._reshape)
         monkeypatch.setattr(normalization_module, '_square', jax.lax.square)
         monkeypatch.setattr(normalization_module, '_rsqrt', jax.lax.rsqrt)
+        monkeypatch.setattr(normalization_module, '_expanded', normalization_module._expand)
+        monkeypatch.setattr(dot_product_module, '_staged_root', dot_product_module._root)
 
     return switch
 
