@@ -392,8 +392,45 @@ def _share_scope_with_grandchild(nn):
     return Parent(Child(Grand())).init(jax.random.key(3))
 
 
+def _share_scope_with_bound_field_chain(nn):
+    # Fuzz finding F26: the field chain is bound with `inner` in setup, before
+    # share_scope moves `inner`; every scope below it must follow (variables at the
+    # parent's path) and the streams keep their old derivation (the dropout mask).
+    class Leaf(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            y = nn.Dense(3)(x)
+            return nn.Dropout(0.5, deterministic=False)(y)
+
+    class Block(nn.Module):
+        sub: nn.Module
+
+        @nn.compact
+        def __call__(self, x):
+            return self.sub(x)
+
+    class Shared(nn.Module):
+        def setup(self):
+            self.inner = Block(Block(Block(Leaf())))
+            nn.share_scope(self, self.inner)
+
+        def __call__(self, x):
+            return self.inner(x)
+
+    x = jnp.arange(8.0).reshape(2, 4)
+    rngs = {'params': jax.random.key(4), 'dropout': jax.random.key(5)}
+    variables = Shared().init(rngs, x)
+    y = Shared().apply(variables, x, rngs={'dropout': jax.random.key(6)})
+    return {'variables': variables, 'y': y}
+
+
 @pytest.mark.parametrize(
-    'build', [_lora_around_a_module_made_elsewhere, _share_scope_with_grandchild]
+    'build',
+    [
+        _lora_around_a_module_made_elsewhere,
+        _share_scope_with_grandchild,
+        _share_scope_with_bound_field_chain,
+    ],
 )
 def test_share_scope_like_flax(build):
     assert_same_leaves(*(build(nn) for nn, _ in BOTH))

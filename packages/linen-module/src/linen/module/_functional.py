@@ -113,6 +113,23 @@ def share_scope(module: Module, other: Module, /) -> None:
             scope.rngs  # noqa: B018  (derives and keeps them now)
             scope.parent = new_scope
             scope.path = new_scope.path + (scope.name,)
+            _follow_parent_paths(child)
+
+
+def _follow_parent_paths(module: Module) -> None:
+    """Re-derive the paths of the scopes already made below ``module`` from its own.
+
+    A scope keeps its path as a tuple made with it; field submodules are bound (given
+    their scopes) with their owner, so a moved child's own children, and theirs, would
+    keep the old path. Their rng streams derive from their parents' when first asked,
+    so they need nothing.
+    """
+    parent = module.scope
+    for child in module._state.children.values():
+        scope = getattr(child, 'scope', None)
+        if isinstance(child, Module) and scope is not None and scope.parent is parent:
+            scope.path = parent.path + (scope.name,)
+            _follow_parent_paths(child)
 
 
 def _is_descendant(scope: Any, ancestor: Any) -> bool:
