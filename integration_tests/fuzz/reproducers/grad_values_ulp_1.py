@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 CLASS = 'grad/values-ulp/layer.CrossKV+lift.scan'
 STAGE = 'grad'
 KIND = 'values-ulp'
-SOURCE = '''\
+SOURCE = """\
 # A generated Linen program (integration_tests/fuzz, shrunk).
 import jax
 import jax.numpy as jnp
@@ -57,7 +57,7 @@ class Scan4(nn.Module):
 
 def make_model():
     return Scan4()
-'''
+"""
 
 if __name__ == '__main__':
     from integration_tests.fuzz.reproduce import main
