@@ -237,6 +237,9 @@ def _centered(x, mean, var, stats_shape: tuple, stats_axes: tuple, epsilon: floa
     the statistics' dtype), then the reciprocal. ``mean`` None is a zero mean.
     """
     if mean is None:
+        if not isinstance(x, _Tracer):
+            # Eagerly there is no program to match, and `x - 0` is `x` bit for bit.
+            return x, _rsqrt(_expanded(var, stats_shape, stats_axes) + epsilon)
         mean = lax.full(shape_of(var), 0.0, dtype_of(var))
     mean = _expanded(mean, stats_shape, stats_axes)
     var = _expanded(var, stats_shape, stats_axes)
@@ -286,13 +289,9 @@ def _normalize(
 
     # Op by op unless staged anyway, as Flax's (a compiled run could round differently).
     traced = is_staged(x)
-    if mean is None and not isinstance(x, _Tracer):
-        # Eagerly there is no program to match, and `x - 0` is `x` bit for bit: skip it.
-        y, mul = x, _rsqrt(_expanded(var, stats_shape, stats_axes) + epsilon)
-    else:
-        y, mul = (_centered_staged if traced else _centered)(
-            x, mean, var, stats_shape, stats_axes, epsilon
-        )
+    y, mul = (_centered_staged if traced else _centered)(
+        x, mean, var, stats_shape, stats_axes, epsilon
+    )
     args = [x]
     if use_scale:
         scale = module.param('scale', scale_init, param_shape, param_dtype)
