@@ -66,6 +66,8 @@ class Ctx:
     # Under nn.while_loop a sow (which grows a tuple) or a new perturbation would
     # change the loop carry: Flax refuses both, so the generator leaves them out.
     in_loop: bool = False
+    # Below an nn.vmap(..., axis_name='batch'): a BatchNorm may reduce over that axis.
+    axis_name: bool = False
 
     def down(self, **changes) -> Ctx:
         return replace(self, depth=self.depth + 1, **changes)
@@ -362,6 +364,28 @@ _BATCH_NORM_CLASSES = {
     def __call__(self, x):
         return nn.BatchNorm(momentum=0.99, axis=-1)(x, use_running_average=False)""",
 }
+# nn.BatchNorm(axis_name='batch'): drawn only below an nn.vmap that names the axis
+# (Ctx.axis_name), where its statistics are means over the mapped axis too.
+_BATCH_NORM_AXIS = {
+    'BatchNormAxis': ('use_running_average=False', 'momentum=0.9', "axis_name='batch'"),
+    'BatchNormAxisPlain': (
+        'use_running_average=False',
+        'momentum=0.5',
+        "axis_name='batch'",
+        'use_scale=False',
+        'use_fast_variance=False',
+    ),
+}
+_BATCH_NORM_AXIS_CLASSES = {
+    # trained over the axis, then the running averages just written read back
+    'BatchNormAxisTwice': """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        norm = nn.BatchNorm(momentum=0.8, epsilon=1e-4, axis_name='batch')
+        y = norm(x, use_running_average=False)
+        return norm(y, use_running_average=True)""",
+}
+AXIS_BATCH_NORMS = tuple(_BATCH_NORM_AXIS) + tuple(_BATCH_NORM_AXIS_CLASSES)
 _DROPOUT = {
     'DropoutBroadcast': ('rate=0.5', 'broadcast_dims=(0,)', 'deterministic=False'),
     'DropoutFeatures': ('rate=0.5', 'broadcast_dims=(-1,)', 'deterministic=False'),
@@ -392,8 +416,10 @@ _FAMILIES = {
     'dropout': tuple(_DROPOUT) + tuple(_DROPOUT_CLASSES),
 }
 _LEAF_ARGS.update(_BATCH_NORM)
+_LEAF_ARGS.update(_BATCH_NORM_AXIS)
 _LEAF_ARGS.update(_DROPOUT)
 _LEAF_CALLEE.update({n: 'BatchNorm' for n in _BATCH_NORM})
+_LEAF_CALLEE.update({n: 'BatchNorm' for n in _BATCH_NORM_AXIS})
 _LEAF_CALLEE.update({n: 'Dropout' for n in _DROPOUT})
 _LEAF_CLASSES.update(_EMBED)
 _LEAF_CLASSES.update(_BIDIRECTIONAL)
@@ -405,11 +431,12 @@ _LEAF_CLASSES['CrossMaskSow'] = _CROSS['CrossMask'].replace('{sow}', 'True')
 _LEAF_CLASSES['CrossDropout'] = _CROSS['CrossDropout'].replace('{broadcast}', 'True')
 _LEAF_CLASSES['CrossDropoutHeads'] = _CROSS['CrossDropout'].replace('{broadcast}', 'False')
 _LEAF_CLASSES.update(_BATCH_NORM_CLASSES)
+_LEAF_CLASSES.update(_BATCH_NORM_AXIS_CLASSES)
 _LEAF_CLASSES.update(_DROPOUT_CLASSES)
 _LEAF_MIN_RANK.update({n: 2 for n in _BIDIRECTIONAL})
 _LEAF_MIN_RANK.update({n: 3 for n in _BIDIRECTIONAL if n.startswith('BiLengths')})
 _LEAF_MIN_RANK.update({n: 2 for n in _FAMILIES['cross']})
-_LEAF_STATE.update({n: 'batch_stats' for n in _FAMILIES['batch_norm']})
+_LEAF_STATE.update({n: 'batch_stats' for n in _FAMILIES['batch_norm'] + AXIS_BATCH_NORMS})
 _LEAF_STATE['CrossDecode'] = 'cache'
 # Layers without parameters, and the rng stream each draws from.
 _NO_PARAMS = frozenset({'Dropout', 'BatchNormPlain', *_FAMILIES['dropout']})
@@ -434,6 +461,9 @@ _LEAF_SIMPLER = {
     },
     **{n: 'CrossKV' for n in _FAMILIES['cross'] if n != 'CrossKV'},
     **{n: 'BatchNorm' for n in _FAMILIES['batch_norm']},
+    # the axis-name variants: the plainest one, then one without the axis name
+    **{n: 'BatchNormAxis' for n in AXIS_BATCH_NORMS if n != 'BatchNormAxis'},
+    'BatchNormAxis': 'BatchNorm',
     **{n: 'Dropout' for n in _FAMILIES['dropout']},
 }
 # Drawn as one bucket, so adding a layer does not thin out the common ones.
@@ -455,6 +485,8 @@ _MORE_LAYERS = (
     'CausalAttention',
     'SpectralNorm',
 )
+# The recurrent layers a vmap may be drawn over: nn.RNN of a cell, nn.Bidirectional.
+RECURRENT = ('GRU', 'LSTM', *_BIDIRECTIONAL)
 _PARTITION_INIT = {
     'mesh': "nn.with_partitioning(nn.initializers.lecun_normal(), (None, 'model'))",
     'logical': "nn.with_logical_partitioning(nn.initializers.lecun_normal(), ('embed', 'mlp'))",
@@ -515,21 +547,37 @@ class Leaf(Node):
         if layer == 'more':
             layer = rng.choice([m for m in _MORE_LAYERS if _LEAF_MIN_RANK.get(m, 1) <= ctx.rank])
         elif layer == 'family':
-            # a family, then one of its variants valid here (sown weights not in a loop)
-            fits = {
-                family: [
-                    v
-                    for v in variants
-                    if _LEAF_MIN_RANK.get(v, 1) <= ctx.rank
-                    and not (ctx.in_loop and v in _LEAF_SOWS)
-                ]
-                for family, variants in _FAMILIES.items()
-            }
-            layer = rng.choice(rng.choice([v for v in fits.values() if v]))
+            return Leaf.draw_family(rng, ctx)
+        elif layer == 'BatchNorm' and ctx.axis_name and rng.random() < 0.5:
+            layer = rng.choice(AXIS_BATCH_NORMS)
         partition = None
         if layer == 'Dense' and rng.random() < 0.25:
             partition = rng.choice(['mesh', 'logical'])
         return Leaf(layer, partition)
+
+    @staticmethod
+    def family_variants(family: str, ctx: Ctx) -> list[str]:
+        """The variants of ``family`` valid at ``ctx`` (sown weights not in a loop;
+        the axis-name BatchNorms only below a vmap naming the axis)."""
+        variants = _FAMILIES[family]
+        if family == 'batch_norm' and ctx.axis_name:
+            variants += AXIS_BATCH_NORMS
+        return [
+            v
+            for v in variants
+            if _LEAF_MIN_RANK.get(v, 1) <= ctx.rank and not (ctx.in_loop and v in _LEAF_SOWS)
+        ]
+
+    @staticmethod
+    def draw_family(rng: random.Random, ctx: Ctx, families: tuple[str, ...] = ()) -> Leaf:
+        """A family (one of ``families``, any when empty), then one of its variants."""
+        fits = [Leaf.family_variants(f, ctx) for f in families or tuple(_FAMILIES)]
+        return Leaf(rng.choice(rng.choice([v for v in fits if v])))
+
+    def family(self) -> str | None:
+        if self.layer in AXIS_BATCH_NORMS:
+            return 'batch_norm'
+        return next((f for f, vs in _FAMILIES.items() if self.layer in vs), None)
 
 
 # Ops of a hand-written leaf, in the order they appear in its __call__.
@@ -921,6 +969,8 @@ def draw_node(rng: random.Random, ctx: Ctx) -> Node:
 
 
 __all__ = [
+    'AXIS_BATCH_NORMS',
+    'RECURRENT',
     'Adopt',
     'Child',
     'Clone',

@@ -110,12 +110,13 @@ _LIFTED_STAGES = ('apply', 'jit_apply', 'grad', 'method', 'bind')
 KNOWN: tuple[KnownFinding, ...] = (
     KnownFinding(
         'F5',
-        'lazy_init raises LazyInitError when variables are created in an nn.cond branch '
-        "chosen by an abstract input, where Flax returns the first branch's variables",
+        'lazy_init raises LazyInitError when variables are created in an nn.cond (or '
+        "nn.switch) branch chosen by an abstract input, where Flax returns a branch's variables",
         ('lazy_init',),
         ('raises',),
-        frozenset({'lift.cond'}),
+        frozenset(),
         ('lazy_init_raises_1',),
+        any_of=frozenset({'lift.cond', 'lift.switch'}),
         only_if=flax_lazy_init_picks_a_cond_branch,
     ),
     KnownFinding(

@@ -1,5 +1,5 @@
 """The lifted-transform nodes of the grammar (``nn.vmap``, ``nn.scan``, ``nn.remat``,
-``nn.jit``, ``nn.cond``, ``nn.while_loop``, ``nn.map_variables``).
+``nn.jit``, ``nn.cond``, ``nn.switch``, ``nn.while_loop``, ``nn.map_variables``).
 
 One node class, :class:`Lifted`, whose ``kind`` picks the transform and whose
 ``opts`` hold the drawn options (``variable_axes`` of params, ``split_rngs``, a
@@ -8,6 +8,11 @@ vmap (a Python bool or an array), ``variable_carry``...). What each transform mu
 say about the collections below it (``variable_axes`` for every collection, the
 ``carry_variables`` of a loop) is derived from the wrapped subtree at render time,
 so a shrunk subtree renders a consistent transform.
+
+``nn.cond`` and ``nn.switch`` may hold a second node, ``other``, in one branch: a
+sibling variant of the family layer in the first, or any node. Flax requires every
+branch to create the same variables, so some of these programs are ones Flax rejects
+(the comparison then checks that linen raises the same error class).
 """
 
 from __future__ import annotations
@@ -15,7 +20,17 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, replace
 
-from integration_tests.fuzz.grammar import MUTABLE_STATE, Ctor, Ctx, Node, Source, draw_node
+from integration_tests.fuzz.grammar import (
+    AXIS_BATCH_NORMS,
+    MUTABLE_STATE,
+    RECURRENT,
+    Ctor,
+    Ctx,
+    Leaf,
+    Node,
+    Source,
+    draw_node,
+)
 
 # Options of each kind and their plain values (what the shrinker resets them to).
 DEFAULTS: dict[str, dict[str, object]] = {
@@ -27,6 +42,8 @@ DEFAULTS: dict[str, dict[str, object]] = {
         'metadata': False,
         # in_axes=(0, None): a Python bool the cell branches on, or an array (scale)
         'broadcast_arg': None,
+        # axis_name='batch': BatchNorms below may reduce over the mapped axis
+        'axis_name': False,
     },  # fmt: skip
     'scan': {
         'params_axis': 0,
@@ -38,15 +55,28 @@ DEFAULTS: dict[str, dict[str, object]] = {
         'cell': 'compact',
         'length': False,
         'metadata': False,
+        # integer ids scanned beside the input, looked up (and attended) by an
+        # nn.Embed in the cell: 'lookup' | 'attend'
+        'ids': None,
     },  # fmt: skip
     'remat': {'prevent_cse': True},
     'jit': {},
     'map_variables': {'scale_in': False, 'mutable': False, 'init_always': False},
     'cond': {},
+    # how the branch index derives from the input: clipped to the three branches, an
+    # argmax of the first features, or rounded and out of range (lax.switch clamps)
+    'switch': {'index': 'clip'},
     'while_loop': {'split_dropout': True},
 }
 # Transforms that peel one leading axis off their input.
 MAPPED = ('vmap', 'scan')
+# Transforms choosing a branch; each branch constructs its node under name='branch'.
+BRANCHING = ('cond', 'switch')
+_SWITCH_INDEX = {
+    'clip': 'jnp.clip(jnp.round(jnp.sum(x)), 0, 2).astype(jnp.int32)',
+    'argmax': 'jnp.argmax(jnp.reshape(x, (-1, x.shape[-1]))[0])',
+    'raw': 'jnp.round(jnp.sum(x) * 2.0).astype(jnp.int32)',
+}
 
 
 def _axes(collections: set[str], params_axis: object, carry_state: bool, broadcast: str) -> str:
@@ -73,27 +103,37 @@ class Lifted(Node):
     kind: str
     inner: Node
     opts: tuple[tuple[str, object], ...] = ()
+    other: Node | None = None  # cond/switch: the node of the last branch
 
     def options(self) -> dict:
         return {**DEFAULTS[self.kind], **dict(self.opts)}
 
     def kids(self):
-        return (self.inner,)
+        return (self.inner,) if self.other is None else (self.inner, self.other)
 
     def with_kids(self, kids):
-        return replace(self, inner=kids[0])
+        return replace(self, inner=kids[0], other=kids[1] if len(kids) > 1 else None)
 
     def min_rank(self) -> int:
-        return self.inner.min_rank() + (1 if self.kind in MAPPED else 0)
+        if self.kind in MAPPED:
+            return self.inner.min_rank() + 1
+        return max(k.min_rank() for k in self.kids())
 
     def own_shrinks(self):
         yield self.inner
+        if self.other is not None:
+            yield self.other
+            yield replace(self, other=None)
+        if self.kind == 'switch':  # the plainer branching transform
+            yield replace(self, kind='cond', opts=())
         for key, value in self.opts:
             if DEFAULTS[self.kind][key] != value:
                 yield replace(self, opts=tuple(o for o in self.opts if o[0] != key))
 
     def own_features(self):
         out = {f'lift.{self.kind}'}
+        if self.other is not None:
+            out.add(f'lift.{self.kind}.other')
         defaults = DEFAULTS[self.kind]
         for key, value in self.opts:
             if defaults.get(key) != value:
@@ -126,12 +166,13 @@ class Lifted(Node):
             )
         name = src.fresh('Vmapped')
         meta = ", metadata_params={nn.PARTITION_NAME: 'batch'}" if o['metadata'] else ''
+        axis = "    axis_name='batch',\n" if o['axis_name'] else ''
         src.add(
             f'{name} = nn.vmap(\n'
             f'    {mapped},\n'
             f'    variable_axes={_axes(self.inner.collections(), o["params_axis"], False, "None")},\n'
             f'    split_rngs={_split(o)},\n'
-            f'    in_axes={in_axes},\n'
+            f'    in_axes={in_axes},\n{axis}'
             f'    out_axes=0{meta},\n'
             f')'
         )
@@ -153,14 +194,27 @@ class Lifted(Node):
         flag = o['broadcast_arg']
         params = 'self, c, x, flag' if flag is not None else 'self, c, x'
         use_flag = ['        if flag:', '            h = -h'] if flag is not None else []
+        ids = o['ids']
+        unpack = ['        x, ids = x'] if ids else []
+        use_ids = []
+        if ids:
+            embed = 'self.embed' if o['cell'] == 'setup' else 'embed'
+            if o['cell'] != 'setup':
+                use_ids.append("        embed = nn.Embed(FEATURES, FEATURES, name='embed')")
+            use_ids.append(f'        h = h + {embed}(ids)')
+            if ids == 'attend':
+                use_ids.append(f'        h = h + 0.25 * {embed}.attend(h)')
         if o['cell'] == 'setup':
             head = [f'class {cell}(nn.Module):', '    def setup(self):',
-                    f'        self.body = {inner.call()}', f'    def __call__({params}):',
-                    '        h = self.body(c + x)']  # fmt: skip
+                    f'        self.body = {inner.call()}']  # fmt: skip
+            if ids:
+                head.append('        self.embed = nn.Embed(FEATURES, FEATURES)')
+            head += [f'    def __call__({params}):', *unpack, '        h = self.body(c + x)']
         else:
             head = [f'class {cell}(nn.Module):', '    @nn.compact',
-                    f'    def __call__({params}):', f'        h = {inner.call()}(c + x)']  # fmt: skip
-        src.add('\n'.join(head + use_flag + ['        return h, h']))
+                    f'    def __call__({params}):', *unpack,
+                    f'        h = {inner.call()}(c + x)']  # fmt: skip
+        src.add('\n'.join(head + use_ids + use_flag + ['        return h, h']))
         scanned = src.fresh('Scanned')
         carry = "    variable_carry='state',\n" if o['carry_state'] else ''
         collections = self.inner.collections()
@@ -181,11 +235,13 @@ class Lifted(Node):
         )
         name = src.fresh('Scan')
         extra = f', {flag!r}' if flag is not None else ''
+        # the ids: which feature is largest, one per position of the scanned axis
+        xs = '(x, jnp.argmax(x, axis=-1))' if ids else 'x'
         src.add(
             f'class {name}(nn.Module):\n'
             f'    @nn.compact\n'
             f'    def __call__(self, x):\n'
-            f'        c, ys = {scanned}()(jnp.zeros(x.shape[1:], x.dtype), x{extra})\n'
+            f'        c, ys = {scanned}()(jnp.zeros(x.shape[1:], x.dtype), {xs}{extra})\n'
             f'        return ys'
         )
         return Ctor(name)
@@ -226,10 +282,16 @@ class Lifted(Node):
         )
         return Ctor(name)
 
+    def _branch_makers(self, src: Source) -> tuple[str, str]:
+        """How the first branches and the last one construct their node."""
+        make = self.inner.render(src).call("name='branch'")
+        if self.other is None:
+            return make, make
+        return make, self.other.render(src).call("name='branch'")
+
     def _render_cond(self, src: Source, o: dict) -> Ctor:
-        inner = self.inner.render(src)
+        make, last = self._branch_makers(src)
         name = src.fresh('Cond')
-        make = inner.call("name='branch'")
         src.add(
             f'class {name}(nn.Module):\n'
             f'    @nn.compact\n'
@@ -237,8 +299,26 @@ class Lifted(Node):
             f'        def on_true(mdl, x):\n'
             f'            return {make}(x)\n'
             f'        def on_false(mdl, x):\n'
-            f'            return -{make}(x)\n'
+            f'            return -{last}(x)\n'
             f'        return nn.cond(jnp.sum(x) > 0, on_true, on_false, self, x)'
+        )
+        return Ctor(name)
+
+    def _render_switch(self, src: Source, o: dict) -> Ctor:
+        make, last = self._branch_makers(src)
+        name = src.fresh('Switch')
+        src.add(
+            f'class {name}(nn.Module):\n'
+            f'    @nn.compact\n'
+            f'    def __call__(self, x):\n'
+            f'        def first(mdl, x):\n'
+            f'            return {make}(x)\n'
+            f'        def second(mdl, x):\n'
+            f'            return -{make}(x)\n'
+            f'        def third(mdl, x):\n'
+            f'            return 0.5 * {last}(x)\n'
+            f'        index = {_SWITCH_INDEX[o["index"]]}\n'
+            f'        return nn.switch(index, [first, second, third], self, x)'
         )
         return Ctor(name)
 
@@ -274,13 +354,21 @@ class Lifted(Node):
         if ctx.rank >= 2:
             kinds += ['vmap', 'scan'] * 3
         kind = rng.choice(kinds)
+        if kind == 'cond' and rng.random() < 0.5:  # one bucket: cond's share is switch's too
+            kind = 'switch'
         inner_ctx = ctx.down(
             lifts=ctx.lifts + 1,
             rank=ctx.rank - (1 if kind in MAPPED else 0),
             in_loop=ctx.in_loop or kind == 'while_loop',
         )
-        inner = draw_node(rng, inner_ctx)
         opts: dict[str, object] = {}
+        if kind == 'vmap' and rng.random() < 0.12:
+            opts['axis_name'] = True
+            inner_ctx = replace(inner_ctx, axis_name=True)
+        inner = Lifted._draw_inner(rng, kind, inner_ctx, bool(opts.get('axis_name')))
+        other = None
+        if kind in BRANCHING and rng.random() < 0.2:
+            other = Lifted._draw_other(rng, inner, inner_ctx)
         if kind in MAPPED:
             if rng.random() < 0.3:
                 opts['params_axis'] = None
@@ -303,6 +391,10 @@ class Lifted(Node):
                 opts['cell'] = 'setup'
             if rng.random() < 0.2:
                 opts['length'] = True
+            if rng.random() < 0.12:
+                opts['ids'] = rng.choice(['lookup', 'attend'])
+        if kind == 'switch':
+            opts['index'] = rng.choice(['clip', 'clip', 'argmax', 'raw'])
         if kind == 'remat' and rng.random() < 0.3:
             opts['prevent_cse'] = False
         if kind == 'map_variables':
@@ -316,7 +408,31 @@ class Lifted(Node):
             opts['split_dropout'] = False
         defaults = DEFAULTS[kind]
         kept = tuple((k, v) for k, v in opts.items() if defaults[k] != v)
-        return Lifted(kind, inner, kept)
+        return Lifted(kind, inner, kept, other)
+
+    @staticmethod
+    def _draw_inner(rng: random.Random, kind: str, ctx: Ctx, axis_name: bool) -> Node:
+        """The wrapped node; some transforms favour the layers they lift specially."""
+        roll = rng.random()
+        if axis_name and roll < 0.6:  # a BatchNorm reducing over the named axis
+            return Leaf(rng.choice(AXIS_BATCH_NORMS))
+        if kind == 'vmap' and roll < 0.12 and ctx.rank >= 2:  # nn.RNN, nn.Bidirectional
+            fits = [r for r in RECURRENT if Leaf(r).min_rank() <= ctx.rank]
+            return Leaf(rng.choice(fits))
+        if kind == 'scan' and roll < 0.1:  # nn.Embed with ids derived per step
+            return Leaf.draw_family(rng, ctx, ('embed',))
+        if kind in BRANCHING and roll < 0.35:  # branches holding a family layer
+            return Leaf.draw_family(rng, ctx)
+        return draw_node(rng, ctx)
+
+    @staticmethod
+    def _draw_other(rng: random.Random, inner: Node, ctx: Ctx) -> Node:
+        """The last branch's node: a sibling variant (Flax accepts it when it makes the
+        same variables), rarely any node (which Flax mostly rejects)."""
+        family = inner.family() if isinstance(inner, Leaf) else None
+        if family is not None and rng.random() < 0.85:
+            return Leaf(rng.choice(Leaf.family_variants(family, ctx)))
+        return draw_node(rng, ctx)
 
 
-__all__ = ['DEFAULTS', 'Lifted']
+__all__ = ['BRANCHING', 'DEFAULTS', 'MAPPED', 'Lifted']

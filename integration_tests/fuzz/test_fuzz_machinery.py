@@ -127,3 +127,65 @@ def test_known_findings_name_features_the_generator_writes():
         assert named <= seen, f'{finding.id} names features never generated: {named - seen}'
         if finding.any_of:
             assert finding.any_of & seen
+
+
+def _flax_init_error(program: Program) -> str | None:
+    outcomes = runner.execute(program.source(), 'flax', ('init',))
+    error = outcomes['init'].error
+    return None if error is None else error.name
+
+
+def test_branching_vmap_and_scan_variants_are_programs_flax_runs():
+    # Each new variant of the lifted node is a valid Flax program, except a branch
+    # making other variables than its siblings, which Flax refuses (a TypeError).
+    from integration_tests.fuzz.lifted import Lifted
+
+    Leaf = grammar.Leaf
+    accepted = [
+        Program(Lifted('switch', Leaf('Dense'), (('index', 'raw'),)), 2),
+        Program(Lifted('switch', Leaf('BatchNormTrain'), (), Leaf('BatchNormEval')), 2),
+        Program(Lifted('vmap', Leaf('BiCarryLSTM')), 3),
+        Program(Lifted('vmap', Leaf('BatchNormAxisTwice'), (('axis_name', True),)), 2),
+        Program(Lifted('scan', Leaf('Dense'), (('ids', 'attend'), ('cell', 'setup'))), 2),
+    ]
+    for program in accepted:
+        assert _flax_init_error(program) is None, program.source()
+    rejected = Program(Lifted('cond', Leaf('EmbedArgmax'), (), Leaf('EmbedClip')), 2)
+    assert _flax_init_error(rejected) == 'TypeError'
+
+
+def test_new_nodes_shrink_to_the_wrapped_node_and_plainer_variants():
+    from integration_tests.fuzz.lifted import Lifted
+
+    Leaf = grammar.Leaf
+    switch = Lifted('switch', Leaf('EmbedClip'), (('index', 'raw'),), Leaf('EmbedSetup'))
+    shrinks = list(switch.shrinks())
+    assert Leaf('EmbedClip') in shrinks
+    assert Lifted('switch', Leaf('EmbedClip'), (('index', 'raw'),)) in shrinks
+    assert Lifted('cond', Leaf('EmbedClip'), (), Leaf('EmbedSetup')) in shrinks
+    assert Lifted('switch', Leaf('EmbedArgmax'), (('index', 'raw'),), Leaf('EmbedSetup')) in shrinks
+    axis = Lifted('vmap', Leaf('BatchNormAxisTwice'), (('axis_name', True),))
+    assert Lifted('vmap', Leaf('BatchNormAxis'), (('axis_name', True),)) in list(axis.shrinks())
+    assert Leaf('BatchNorm') in list(Leaf('BatchNormAxis').shrinks())
+    scan = Lifted('scan', Leaf('Dense'), (('ids', 'attend'),))
+    assert Lifted('scan', Leaf('Dense')) in list(scan.shrinks())
+
+
+def test_axis_name_batch_norms_are_drawn_only_below_a_vmap_naming_the_axis():
+    from integration_tests.fuzz.campaign import program_for
+    from integration_tests.fuzz.lifted import Lifted
+
+    def check(node: grammar.Node, named: bool) -> None:
+        if isinstance(node, grammar.Leaf):
+            assert named or node.layer not in grammar.AXIS_BATCH_NORMS
+        if isinstance(node, Lifted) and node.kind == 'vmap':
+            named = named or bool(node.options()['axis_name'])
+        for kid in node.kids():
+            check(kid, named)
+
+    drawn = 0
+    for i in range(600):
+        program = program_for('axis-names', i)
+        check(program.root, False)
+        drawn += any(f.startswith('layer.BatchNormAxis') for f in program.features())
+    assert drawn
