@@ -88,6 +88,9 @@ TEST_DEPS = [
     # pages' pictures (Sphinx and MyST; the site's theme is not needed).
     'sphinx>=8.2',
     'myst-parser>=4',
+    # integration_tests/test_thirdparty_transformers.py runs Hugging Face's Flax models
+    # (the 4.x line is the last with them) on Flax and on linen.
+    'transformers>=4.40,<5',
 ]
 
 # What the examples import beyond the workspace, listed once in examples/requirements.txt
