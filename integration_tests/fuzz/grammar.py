@@ -438,6 +438,17 @@ _LEAF_MIN_RANK.update({n: 3 for n in _BIDIRECTIONAL if n.startswith('BiLengths')
 _LEAF_MIN_RANK.update({n: 2 for n in _FAMILIES['cross']})
 _LEAF_STATE.update({n: 'batch_stats' for n in _FAMILIES['batch_norm'] + AXIS_BATCH_NORMS})
 _LEAF_STATE['CrossDecode'] = 'cache'
+# Family variants that make the same variables when built under one name: one branch of
+# an nn.cond/nn.switch may hold one and another branch its sibling (Flax accepts that;
+# variants outside one group make other variables, which Flax refuses).
+SAME_VARIABLES = (
+    ('BatchNormTrain', 'BatchNormEval', 'BatchNormAxis'),
+    ('BatchNormTwice', 'BatchNormCall', 'BatchNormAxisTwice'),
+    tuple(_FAMILIES['dropout']),
+    ('CrossKV', 'CrossMask'),
+    ('CrossDropout', 'CrossDropoutHeads'),
+    *((f'BiMean{cell}', f'BiLengths{cell}') for cell in _CELLS),
+)
 # Layers without parameters, and the rng stream each draws from.
 _NO_PARAMS = frozenset({'Dropout', 'BatchNormPlain', *_FAMILIES['dropout']})
 _LEAF_RNGS = {
@@ -573,6 +584,13 @@ class Leaf(Node):
         """A family (one of ``families``, any when empty), then one of its variants."""
         fits = [Leaf.family_variants(f, ctx) for f in families or tuple(_FAMILIES)]
         return Leaf(rng.choice(rng.choice([v for v in fits if v])))
+
+    def same_variables(self, ctx: Ctx) -> list[str]:
+        """The other variants valid at ``ctx`` that make this layer's variables."""
+        family = self.family()
+        group = next((g for g in SAME_VARIABLES if self.layer in g), ())
+        valid = Leaf.family_variants(family, ctx) if family else []
+        return [v for v in group if v != self.layer and v in valid]
 
     def family(self) -> str | None:
         if self.layer in AXIS_BATCH_NORMS:
@@ -971,6 +989,7 @@ def draw_node(rng: random.Random, ctx: Ctx) -> Node:
 __all__ = [
     'AXIS_BATCH_NORMS',
     'RECURRENT',
+    'SAME_VARIABLES',
     'Adopt',
     'Child',
     'Clone',

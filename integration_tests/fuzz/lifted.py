@@ -367,7 +367,7 @@ class Lifted(Node):
             inner_ctx = replace(inner_ctx, axis_name=True)
         inner = Lifted._draw_inner(rng, kind, inner_ctx, bool(opts.get('axis_name')))
         other = None
-        if kind in BRANCHING and rng.random() < 0.2:
+        if kind in BRANCHING:
             other = Lifted._draw_other(rng, inner, inner_ctx)
         if kind in MAPPED:
             if rng.random() < 0.3:
@@ -426,13 +426,21 @@ class Lifted(Node):
         return draw_node(rng, ctx)
 
     @staticmethod
-    def _draw_other(rng: random.Random, inner: Node, ctx: Ctx) -> Node:
-        """The last branch's node: a sibling variant (Flax accepts it when it makes the
-        same variables), rarely any node (which Flax mostly rejects)."""
+    def _draw_other(rng: random.Random, inner: Node, ctx: Ctx) -> Node | None:
+        """The node of the last branch, if another than the first's: mostly a sibling
+        family variant making the same variables (Flax accepts it); rarely another
+        variant or any node, which make other variables (Flax refuses them: a small
+        share of programs that must fail alike)."""
         family = inner.family() if isinstance(inner, Leaf) else None
-        if family is not None and rng.random() < 0.85:
-            return Leaf(rng.choice(Leaf.family_variants(family, ctx)))
-        return draw_node(rng, ctx)
+        if isinstance(inner, Leaf) and family is not None:
+            same = inner.same_variables(ctx)
+            if same and rng.random() < 0.5:
+                return Leaf(rng.choice(same))
+            if rng.random() < 0.1:
+                return Leaf(rng.choice(Leaf.family_variants(family, ctx)))
+        elif rng.random() < 0.03:
+            return draw_node(rng, ctx)
+        return None
 
 
 __all__ = ['BRANCHING', 'DEFAULTS', 'MAPPED', 'Lifted']
