@@ -310,10 +310,11 @@ CASES = {
 
 
 def record(jax, np, tree) -> tuple[list[dict], list]:
-    """Every leaf of ``tree``: its path (``keystr``), dtype, shape and raw bytes.
+    """Every leaf of ``tree``: its path (``keystr``), type, dtype, shape and raw bytes.
 
     The path spells the containers' keys, so a Flax output dataclass whose pytree
-    registration differed would show here as different paths.
+    registration differed would show here as different paths. The type tells a JAX
+    array from a NumPy one or a Python number.
     """
     leaves, rows, data = jax.tree_util.tree_flatten_with_path(tree)[0], [], []
     for path, leaf in leaves:
@@ -323,7 +324,7 @@ def record(jax, np, tree) -> tuple[list[dict], list]:
                 'path': jax.tree_util.keystr(path),
                 'dtype': str(array.dtype),
                 'shape': list(array.shape),
-                'type': type(leaf).__name__ if not hasattr(leaf, 'dtype') else 'array',
+                'type': 'jax.Array' if isinstance(leaf, jax.Array) else type(leaf).__name__,
             }
         )
         data.append(np.frombuffer(np.ascontiguousarray(array).tobytes(), np.uint8))

@@ -134,13 +134,13 @@ def _shared_run(case: str, tmp_path_factory, request) -> Path:
     return root
 
 
-def _leaves(out: Path) -> dict[str, tuple[str, tuple[int, ...], bytes]]:
-    """A run's leaves by tree path: dtype, shape, raw bytes."""
+def _leaves(out: Path) -> dict[str, tuple[str, str, tuple[int, ...], bytes]]:
+    """A run's leaves by tree path: type, dtype, shape, raw bytes."""
     meta = json.loads((out / 'meta.json').read_text())
     with np.load(out / 'arrays.npz') as arrays:
         data = [arrays[f'arr_{i}'].tobytes() for i in range(len(meta['leaves']))]
     return {
-        row['path']: (row['dtype'], tuple(row['shape']), raw)
+        row['path']: (row['type'], row['dtype'], tuple(row['shape']), raw)
         for row, raw in zip(meta['leaves'], data)
     }
 
@@ -157,13 +157,15 @@ def _describe(dtype: str, shape, a: bytes, b: bytes) -> str:
 
 
 def _differences(flax: dict, linen: dict) -> list[str]:
-    """Every way ``linen``'s leaves differ from ``flax``'s (paths, dtypes, shapes, bytes)."""
+    """Every way ``linen``'s leaves differ from ``flax``'s (paths, types, dtypes, shapes, bytes)."""
     found = [f'missing under linen: {p}' for p in flax if p not in linen]
     found += [f'only under linen: {p}' for p in linen if p not in flax]
     for path in flax.keys() & linen.keys():
-        (dtype, shape, a), (dtype2, shape2, b) = flax[path], linen[path]
-        if (dtype, shape) != (dtype2, shape2):
-            found.append(f'{path}: {dtype}{list(shape)} under Flax, {dtype2}{list(shape2)} here')
+        (of, dtype, shape, a), (of2, dtype2, shape2, b) = flax[path], linen[path]
+        if (of, dtype, shape) != (of2, dtype2, shape2):
+            found.append(
+                f'{path}: {of} {dtype}{list(shape)} under Flax, {of2} {dtype2}{list(shape2)} here'
+            )
         elif a != b:
             found.append(f'{path}: {_describe(dtype, shape, a, b)}')
     return sorted(found)
