@@ -24,7 +24,7 @@ from linen.layers._explicit import (
     replicate_for_conv,
 )
 from linen.layers._linear import Array, Dtype, _add_bias, default_kernel_init
-from linen.layers._staged import staged
+from linen.layers._staged import one_op_exact, staged
 from linen.layers.errors import (
     LayerArgumentError,
     LayerInputRankError,
@@ -128,8 +128,8 @@ def _conv(inputs, kernel, strides, padding, lhs_dilation, rhs_dilation, dimensio
     )  # fmt: skip
 
 
-# Conv's default convolution without explicit mesh axes: a one-operation staged
-# call (see `_staged.py`).
+# Conv's default convolution on concrete values (or staged) without explicit mesh
+# axes: a one-operation staged call (see `_staged.py`).
 _one_conv = staged(_conv, static_argnums=(2, 3, 4, 5, 6, 7, 8))
 
 
@@ -296,7 +296,7 @@ class _ConvBase(Module):
                     groups, self.precision,
                 )  # fmt: skip
                 explicit = explicit_mesh(inputs, kernel) is not None
-                if not explicit and _hashable(statics):
+                if not explicit and _hashable(statics) and one_op_exact(inputs, kernel):
                     y = _one_conv(inputs, kernel, *statics)
                 elif explicit:
                     # Explicit mesh axes: JAX infers a convolution's output sharding

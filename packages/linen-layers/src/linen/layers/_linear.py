@@ -30,7 +30,7 @@ from linen.layers._explicit import (
     inferable_dot_general_operands,
     match_trailing,
 )
-from linen.layers._staged import STAGING_TRACER, is_staged, staged
+from linen.layers._staged import STAGING_TRACER, is_staged, one_op_exact, staged
 from linen.layers._types import shape_of
 from linen.layers.errors import (
     LayerArgumentError,
@@ -70,8 +70,8 @@ def _dot(inputs, kernel, dimension_numbers, precision):
     return lax.dot_general(inputs, kernel, dimension_numbers, precision=precision)
 
 
-# DenseGeneral's default product outside a staging trace: a one-operation staged
-# call (see `_staged.py`).
+# Dense's and DenseGeneral's default product on concrete values: a one-operation
+# staged call (see `_staged.py`).
 _one_dot = staged(_dot, static_argnums=(2, 3))
 
 
@@ -132,8 +132,13 @@ def _dense_bias_add(y, bias):
     return y if bias is None else _inlined_bias_add(y, bias)
 
 
+def _last_axis_numbers(ndim: int) -> tuple:
+    """``dot_general`` dimension numbers contracting the last input axis with the kernel's first."""
+    return (((ndim - 1,), (0,)), ((), ()))
+
+
 def _dense_body(inputs, kernel, bias, precision):
-    y = jnp.matmul(inputs, kernel, precision=precision)
+    y = lax.dot_general(inputs, kernel, _last_axis_numbers(inputs.ndim), precision=precision)
     return y if bias is None else _bias_add(y, bias)
 
 
@@ -216,15 +221,21 @@ class Dense(Module):
         )
         inputs, kernel, bias = self.promote_dtype(inputs, kernel, bias, dtype=self.dtype)
         if self.dot_general is None and self.dot_general_cls is None:
-            # The same contraction; jnp.matmul has JAX's fast eager path and is
-            # what a pure JAX model writes, so traces and HLO match it.
             if explicit_mesh(inputs, kernel, bias) is None:
                 # No operand typed with Explicit mesh axes (the usual case, asked
-                # once): no output sharding to choose, no bias to reshard.
+                # once): no output sharding to choose, no bias to reshard. Flax's
+                # operations: `lax.dot_general` over the last axis, then the bias.
                 # (is_staged inline: the eager path pays no call for the test)
+                precision = self.precision
+                hashable = precision is None or _static_ok(precision)
                 if type(inputs) is STAGING_TRACER or type(kernel) is STAGING_TRACER:
-                    return _staged_dense(inputs, kernel, bias, self.precision)
-                y = jnp.matmul(inputs, kernel, precision=self.precision)
+                    if hashable:
+                        return _staged_dense(inputs, kernel, bias, precision)
+                numbers = (((len(shape) - 1,), (0,)), ((), ()))
+                if hashable and one_op_exact(inputs, kernel):
+                    y = _one_dot(inputs, kernel, numbers, precision)
+                else:
+                    y = lax.dot_general(inputs, kernel, numbers, precision=precision)
                 return _dense_bias_add(y, bias)
             out_sharding = dense_out_sharding(inputs, kernel)
             if out_sharding is None:
@@ -232,7 +243,7 @@ class Dense(Module):
             else:  # Explicit mesh axes sharding both sides of the contraction
                 y = jnp.matmul(inputs, kernel, precision=self.precision, out_sharding=out_sharding)
         else:
-            dimension_numbers = (((inputs.ndim - 1,), (0,)), ((), ()))
+            dimension_numbers = _last_axis_numbers(inputs.ndim)
             # A user's dot_general need not take out_sharding: under explicit mesh
             # axes its operands are resharded so JAX can infer the output.
             inputs, kernel = inferable_dot_general_operands(inputs, kernel, dimension_numbers)
@@ -354,7 +365,12 @@ class DenseGeneral(Module):
                 inputs, kernel, bias, dimension_numbers, self.precision, bias_out_shape
             )
         default_dot = self.dot_general is None and self.dot_general_cls is None
-        if default_dot and not explicit and _static_ok(self.precision):
+        if (
+            default_dot
+            and not explicit
+            and _static_ok(self.precision)
+            and one_op_exact(inputs, kernel)
+        ):
             out = _one_dot(inputs, kernel, dimension_numbers, self.precision)
         else:
             if default_dot:

@@ -9,11 +9,14 @@ profiling labels: inlined equations take the caller's name stack.
 
 A staged function of *one* operation on values (reshapes are exact and do not count)
 is also used outside a staging trace. Eagerly it is one compiled fast-path call (a
-bare primitive is a Python dispatch, about three times slower); differentiated or
-batched, JAX reuses a jitted call's rules per input type, where it linearizes a bare
-primitive afresh on every call. One operation is what eager dispatch compiles
-anyway, so the numbers are those of the direct operation; a run of several staged
-together could round differently, so such runs stay direct outside a staging trace.
+bare primitive is a Python dispatch, about three times slower); one operation is what
+eager dispatch compiles anyway, so the numbers are those of the direct operation. A
+run of several staged together could round differently, so such runs stay direct
+outside a staging trace. A contraction (``dot_general``, a convolution) is staged only
+where :func:`one_op_exact` says so: under an eager ``grad`` JAX would transpose the
+jitted call as a whole, and compile, say, a product's transpose together with the
+reshuffle of its axes, which can round otherwise than the op-by-op program Flax's
+layer runs there (JAX 0.12: a kernel's gradient in its last bits).
 """
 
 from __future__ import annotations
@@ -35,6 +38,24 @@ STAGING_TRACER = getattr(pe, 'DynamicJaxprTracer', None)
 def is_staged(x) -> bool:
     """Whether ``x`` is a value of a trace that stages its operations (not an eager one)."""
     return STAGING_TRACER is not None and isinstance(x, STAGING_TRACER)
+
+
+def one_op_exact(*values) -> bool:
+    """Whether a one-operation staged call on ``values`` gives the direct operation's numbers.
+
+    Not when one of them is differentiated outside ``jit`` (a tracer over a concrete
+    value: eager ``jax.grad``, ``jax.jvp``): JAX would differentiate the staged call as
+    a whole and run its transpose compiled in one piece, where the direct operation's
+    transpose runs op by op. Under ``jit`` everything is compiled together anyway.
+    """
+    for x in values:
+        if (
+            isinstance(x, jax.core.Tracer)
+            and type(x) is not STAGING_TRACER
+            and x.to_concrete_value() is not None
+        ):
+            return False
+    return True
 
 
 def staged(fn: Callable, static_argnums: int | tuple[int, ...] = ()) -> Callable:
