@@ -21,7 +21,6 @@ and ``generate`` runs ``apply`` inside JAX's own loops.
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -64,19 +63,7 @@ PARTS = {
 
 # Known differences, not yet fixed in linen: (case, kind) -> what differs. The test is
 # ``xfail(strict=True)``, so that the fix turns it red until its entry goes.
-_DENSE_MATMUL = (
-    'linen.nn.Dense contracts with jnp.matmul where Flax calls lax.dot_general; with JAX '
-    '0.12 (not 0.10), jax.grad outside jax.jit then gives, for some shapes (a 3-D input '
-    'into 99 features: the tied LM head), a kernel gradient that differs in the last bits'
-)
-_JAX = tuple(int(n) for n in importlib.metadata.version('jax').split('.')[:2])
 KNOWN: dict[tuple[str, str], str] = {}
-if _JAX >= (0, 11):
-    KNOWN |= {
-        ('bert_mlm_lazy', 'eager gradients'): _DENSE_MATMUL,
-        ('roberta_remat', 'eager gradients'): _DENSE_MATMUL,
-        ('gpt2', 'eager gradients'): _DENSE_MATMUL,
-    }
 
 
 def _run(library: str, case: str, out: Path, load: Path | None = None) -> None:
