@@ -231,7 +231,7 @@ class Dense(Module):
                 if type(inputs) is STAGING_TRACER or type(kernel) is STAGING_TRACER:
                     if hashable:
                         return _staged_dense(inputs, kernel, bias, precision)
-                numbers = (((len(shape) - 1,), (0,)), ((), ()))
+                numbers = (((len(shape) - 1,), (0,)), ((), ()))  # _last_axis_numbers, inline
                 if hashable and one_op_exact(inputs, kernel):
                     y = _one_dot(inputs, kernel, numbers, precision)
                 else:
