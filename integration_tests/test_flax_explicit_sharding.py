@@ -93,9 +93,9 @@ ACCEPTED_DENSE_LAYOUTS = {
 @pytest.mark.parametrize('layout', list(ACCEPTED_DENSE_LAYOUTS))
 def test_dense_on_explicit_axes_flax_accepts_is_flax_bit_for_bit(layout):
     # Where Flax runs the program, linen runs Flax's: the same values and shardings,
-    # op by op under an eager grad too (rank-3 input into 98 features: the shape whose
-    # eager kernel gradient once rounded differently without a mesh), and the same
-    # lowered program under jit.
+    # op by op under an eager grad too, and the same lowered program under jit. A
+    # rank-3 input into 98 features: near the 99 whose eager kernel gradient once
+    # rounded differently without a mesh (99 does not divide over the 'model' axis).
     kernel_spec, input_spec = ACCEPTED_DENSE_LAYOUTS[layout]
     mesh = jax.make_mesh((2, 2), ('data', 'model'), axis_types=(AxisType.Explicit,) * 2)
     x = jax.random.normal(jax.random.key(1), (4, 6, 8))
