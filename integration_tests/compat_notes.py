@@ -231,7 +231,9 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
         ),
         'config.flax_filter_frames': (
             'differs',
-            "accepted; linen's frames are not hidden (that needs JAX's private traceback API).",
+            "hides linen's frames from the traceback of an error leaving `init`, "
+            "`init_with_output`, `lazy_init` or `apply` (Flax hides its own and JAX's at its "
+            'API boundaries); `integration_tests/test_flax_tracebacks.py` compares the frames.',
         ),
         'config.flax_max_repr_depth': (
             'differs',

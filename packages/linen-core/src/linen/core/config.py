@@ -106,8 +106,8 @@ _FLAGS = {
             'linen_filter_frames',
             'LINEN_FILTER_FRAMES',
             True,
-            "Accepted for Flax's sake; linen's own frames are not filtered (doing so needs "
-            "JAX's private traceback API).",
+            "Take linen's frames out of the traceback of an error that leaves init, apply "
+            'or lazy_init (Flax hides its own); JAX_TRACEBACK_FILTERING=off keeps them too.',
         ),
         Flag(
             'linen_strict_scan_collections',

@@ -27,6 +27,7 @@ from linen.core import bind as core_bind
 from linen.core import init as core_init
 from linen.core import lazy_init as core_lazy_init
 from linen.core.lifting import Filter, binding_variables, thaw
+from linen.core.tracebacks import hide_linen_frames
 from linen.module import _adoption, _capture
 from linen.module._adoption import (
     NON_HOLDERS,
@@ -657,6 +658,9 @@ class Module(_DataclassLike):
                 # (the root is invalidated below: its own dicts can be handed out)
                 return y, root.mutable_variables(copy=False)
             return y
+        except Exception as e:  # (free when nothing raises)
+            hide_linen_frames(e)  # the traceback ends at the user's calls, as Flax's
+            raise
         finally:
             root.invalidate()
 
@@ -676,11 +680,15 @@ class Module(_DataclassLike):
             mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
         scope_fn = self._scope_fn(method, capture_intermediates)
         try:
-            return core_init(scope_fn, mutable=mutable, flags={'initializing': True})(
-                rngs, *args, **kwargs
-            )
-        except errors.InvalidRngError as e:
-            raise _for_module(e, self, rngs) from None
+            try:
+                return core_init(scope_fn, mutable=mutable, flags={'initializing': True})(
+                    rngs, *args, **kwargs
+                )
+            except errors.InvalidRngError as e:
+                raise _for_module(e, self, rngs) from None
+        except Exception as e:
+            hide_linen_frames(e)
+            raise
 
     def init(
         self,
@@ -694,14 +702,18 @@ class Module(_DataclassLike):
         """Fresh variables for this module: ``{collection: {...}}``."""
         if not isinstance(self, Module):
             raise errors.InvalidInstanceModuleError()
-        return self.init_with_output(
-            rngs,
-            *args,
-            method=method,
-            mutable=mutable,
-            capture_intermediates=capture_intermediates,
-            **kwargs,
-        )[1]
+        try:
+            return self.init_with_output(
+                rngs,
+                *args,
+                method=method,
+                mutable=mutable,
+                capture_intermediates=capture_intermediates,
+                **kwargs,
+            )[1]
+        except Exception as e:
+            hide_linen_frames(e)  # (this frame's entry: added on the way out of the call)
+            raise
 
     def module_paths(
         self,
@@ -744,11 +756,15 @@ class Module(_DataclassLike):
             raise errors.InvalidInstanceModuleError()
         scope_fn = self._scope_fn(method, False)
         try:
-            return core_lazy_init(scope_fn, mutable=mutable, flags={'initializing': True})(
-                rngs, *args, **kwargs
-            )
-        except errors.InvalidRngError as e:
-            raise _for_module(e, self, rngs) from None
+            try:
+                return core_lazy_init(scope_fn, mutable=mutable, flags={'initializing': True})(
+                    rngs, *args, **kwargs
+                )
+            except errors.InvalidRngError as e:
+                raise _for_module(e, self, rngs) from None
+        except Exception as e:
+            hide_linen_frames(e)
+            raise
 
     # Flax's summary table; linen-profiling provides it (see _tabulate.py).
     tabulate = tabulate_method
