@@ -67,6 +67,11 @@ def _cases(nn):
         'library error in apply': lambda: writes.apply(writes_vars, X),
         'library error under jit(apply)': lambda: jax.jit(writes.apply)(writes_vars, X),
         'JAX error in apply': lambda: wrong.apply(dense_vars, X),
+        # errors raised before the user's code runs: the entry point's line is hidden too
+        'apply on the class': lambda: type(writes).apply(writes_vars, X),
+        'rngs that are no key in apply': lambda: outer.apply(writes_vars, X, rngs=5),
+        'a method name the module lacks': lambda: writes.apply(writes_vars, X, method='nope'),
+        'rngs that are no key in init': lambda: outer.init(5, X),
     }
 
 

@@ -640,29 +640,32 @@ class Module(_DataclassLike):
 
         Returns the output, or ``(output, mutated_variables)`` when ``mutable`` is not False.
         """
-        if not isinstance(self, Module):  # `MyModule.apply(variables, ...)` on the class
-            raise errors.InvalidInstanceModuleError()
-        # The hot path of eager use: no wrapper functions built per call.
-        fn = self._resolve_method(method)
-        if capture_intermediates:
-            mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
-        root = self._bind_root(variables, rngs, mutable)
         try:
-            module = self.clone(parent=root, _deep_clone=True)
+            if not isinstance(self, Module):  # `MyModule.apply(variables, ...)` on the class
+                raise errors.InvalidInstanceModuleError()
+            # The hot path of eager use: no wrapper functions built per call.
+            fn = self._resolve_method(method)
             if capture_intermediates:
-                with _capture.capturing(capture_intermediates):
+                mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
+            root = self._bind_root(variables, rngs, mutable)
+            try:
+                module = self.clone(parent=root, _deep_clone=True)
+                if capture_intermediates:
+                    with _capture.capturing(capture_intermediates):
+                        y = fn(module, *args, **kwargs)
+                else:
                     y = fn(module, *args, **kwargs)
-            else:
-                y = fn(module, *args, **kwargs)
-            if mutable is not False:
-                # (the root is invalidated below: its own dicts can be handed out)
-                return y, root.mutable_variables(copy=False)
-            return y
+                if mutable is not False:
+                    # (the root is invalidated below: its own dicts can be handed out)
+                    return y, root.mutable_variables(copy=False)
+                return y
+            finally:
+                root.invalidate()
         except Exception as e:  # (free when nothing raises)
-            hide_linen_frames(e)  # the traceback ends at the user's calls, as Flax's
+            # The traceback ends at the user's calls, as Flax's; a bare raise adds no
+            # entry for this frame.
+            hide_linen_frames(e)
             raise
-        finally:
-            root.invalidate()
 
     def init_with_output(
         self,
@@ -674,12 +677,12 @@ class Module(_DataclassLike):
         **kwargs,
     ):
         """``(output, variables)`` of running ``method`` with fresh variables."""
-        if not isinstance(self, Module):  # `MyModule.init(key, ...)` on the class
-            raise errors.InvalidInstanceModuleError()
-        if capture_intermediates:
-            mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
-        scope_fn = self._scope_fn(method, capture_intermediates)
         try:
+            if not isinstance(self, Module):  # `MyModule.init(key, ...)` on the class
+                raise errors.InvalidInstanceModuleError()
+            if capture_intermediates:
+                mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
+            scope_fn = self._scope_fn(method, capture_intermediates)
             try:
                 return core_init(scope_fn, mutable=mutable, flags={'initializing': True})(
                     rngs, *args, **kwargs
@@ -700,9 +703,9 @@ class Module(_DataclassLike):
         **kwargs,
     ) -> dict:
         """Fresh variables for this module: ``{collection: {...}}``."""
-        if not isinstance(self, Module):
-            raise errors.InvalidInstanceModuleError()
         try:
+            if not isinstance(self, Module):
+                raise errors.InvalidInstanceModuleError()
             return self.init_with_output(
                 rngs,
                 *args,
@@ -712,7 +715,7 @@ class Module(_DataclassLike):
                 **kwargs,
             )[1]
         except Exception as e:
-            hide_linen_frames(e)  # (this frame's entry: added on the way out of the call)
+            hide_linen_frames(e)
             raise
 
     def module_paths(
@@ -752,10 +755,10 @@ class Module(_DataclassLike):
         **kwargs,
     ):
         """Variables' shapes and dtypes only (inputs may be ``jax.ShapeDtypeStruct``)."""
-        if not isinstance(self, Module):
-            raise errors.InvalidInstanceModuleError()
-        scope_fn = self._scope_fn(method, False)
         try:
+            if not isinstance(self, Module):
+                raise errors.InvalidInstanceModuleError()
+            scope_fn = self._scope_fn(method, False)
             try:
                 return core_lazy_init(scope_fn, mutable=mutable, flags={'initializing': True})(
                     rngs, *args, **kwargs
