@@ -683,12 +683,7 @@ class Module(_DataclassLike):
             if capture_intermediates:
                 mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
             scope_fn = self._scope_fn(method, capture_intermediates)
-            try:
-                return core_init(scope_fn, mutable=mutable, flags={'initializing': True})(
-                    rngs, *args, **kwargs
-                )
-            except errors.InvalidRngError as e:
-                raise _for_module(e, self, rngs) from None
+            return _initialize(self, core_init, scope_fn, rngs, mutable, args, kwargs)
         except Exception as e:
             hide_linen_frames(e)
             raise
@@ -759,12 +754,7 @@ class Module(_DataclassLike):
             if not isinstance(self, Module):
                 raise errors.InvalidInstanceModuleError()
             scope_fn = self._scope_fn(method, False)
-            try:
-                return core_lazy_init(scope_fn, mutable=mutable, flags={'initializing': True})(
-                    rngs, *args, **kwargs
-                )
-            except errors.InvalidRngError as e:
-                raise _for_module(e, self, rngs) from None
+            return _initialize(self, core_lazy_init, scope_fn, rngs, mutable, args, kwargs)
         except Exception as e:
             hide_linen_frames(e)
             raise
@@ -784,6 +774,17 @@ class Module(_DataclassLike):
         if scopes is None:
             scopes = d['_compact_name_scopes'] = {}
         return scopes
+
+
+def _initialize(module: Module, initializer, scope_fn, rngs, mutable, args, kwargs):
+    """``initializer`` (core ``init`` or ``lazy_init``) run on ``scope_fn``; an rng error
+    names the module's class."""
+    try:
+        return initializer(scope_fn, mutable=mutable, flags={'initializing': True})(
+            rngs, *args, **kwargs
+        )
+    except errors.InvalidRngError as e:
+        raise _for_module(e, module, rngs) from None
 
 
 def _for_module(error: errors.InvalidRngError, module: Module, rngs: Any) -> Exception:
