@@ -2,8 +2,8 @@
 
 Flax hides its own frames (and JAX's) from errors that leave its entry points; linen
 hides its own (``linen.core.tracebacks``). Each case runs one program on both libraries
-and compares the traceback's frames (file, function, line): they are this file's
-frames, the same for both, down to the line that called into the library.
+and compares the traceback's frames (file, function, line): the user's frames (this
+file's) and, for an error JAX raises, JAX's, the same on both sides.
 """
 
 from __future__ import annotations

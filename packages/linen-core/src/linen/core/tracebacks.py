@@ -1,11 +1,11 @@
 """Tracebacks that end where the user's code called linen (``config.linen_filter_frames``).
 
-An error that leaves ``init``, ``apply`` or ``lazy_init`` reads, as in Flax, as the
-user's own calls down to the line that called into linen: the frames of code in the
-``linen`` package (each directory of its namespace, whichever distribution ships
-it) are taken out of the exception's traceback at those entry points. Flax gets the same result
-from JAX's private traceback API; this is plain Python (a traceback is a linked
-list of frames, rebuilt without linen's).
+An error that leaves ``init``, ``init_with_output``, ``lazy_init`` or ``apply`` reads,
+as in Flax, as the user's own calls down to the line that called into linen: the
+frames of code in the ``linen`` package (each directory of its namespace, whichever
+distribution ships it) are taken out of the exception's traceback at those entry
+points. Flax gets the same result from JAX's private traceback API; this is plain
+Python (a traceback is a linked list of frames, rebuilt without linen's).
 
 ``LINEN_FILTER_FRAMES=0`` (``config.update('linen_filter_frames', False)``) or JAX's
 ``JAX_TRACEBACK_FILTERING=off`` keeps every frame, for debugging linen itself.
