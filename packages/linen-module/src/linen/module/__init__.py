@@ -1,7 +1,8 @@
 """linen.module: the dataclass ``Module``, ``setup``/``@compact``, ``init``/``apply``.
 
 ``_module.py`` holds the Module class (construction, adoption of submodules,
-variables, ``init``/``apply``); ``_dispatch.py`` the method dispatcher and the
+variables, cloning and binding), ``_entry.py`` its entry points (``init``,
+``apply``, ``lazy_init``, ``module_paths``); ``_dispatch.py`` the method dispatcher and the
 cached chain of method wrappers contributed through the ``linen_method_wrapper``
 hook (``hookspecs.py``, which also defines :class:`MethodWrapper`);
 ``_intercept.py`` and ``_capture.py`` are two such wrappers, registered as

@@ -12,6 +12,7 @@ from linen.core import apply as core_apply
 from linen.core import init as core_init
 from linen.core.errors import MergeParamError as MergeParamError
 from linen.core.lifting import Filter
+from linen.module._entry import scope_fn
 from linen.module._module import Module
 
 __all__ = ['apply', 'init', 'init_with_output', 'merge_param', 'share_scope', 'MergeParamError']
@@ -33,7 +34,7 @@ def apply(
         raise errors.InvalidInstanceModuleError()
     if capture_intermediates:
         mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
-    return core_apply(module._scope_fn(fn, capture_intermediates), mutable=mutable)
+    return core_apply(scope_fn(module, fn, capture_intermediates), mutable=mutable)
 
 
 def init_with_output(
@@ -50,8 +51,9 @@ def init_with_output(
         raise errors.InvalidInstanceModuleError()
     if capture_intermediates:
         mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
-    scope_fn = module._scope_fn(fn, capture_intermediates)
-    return core_init(scope_fn, mutable=mutable, flags={'initializing': True})
+    return core_init(
+        scope_fn(module, fn, capture_intermediates), mutable=mutable, flags={'initializing': True}
+    )
 
 
 def init(

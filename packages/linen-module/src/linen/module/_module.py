@@ -14,7 +14,6 @@ import dataclasses
 import functools
 import inspect
 import operator
-import types
 import typing
 import weakref
 from collections.abc import Callable, Mapping
@@ -22,13 +21,9 @@ from typing import Any
 
 import jax
 
-from linen.core import DenyList, Scope, Variable, errors, union_filters
-from linen.core import bind as core_bind
-from linen.core import init as core_init
-from linen.core import lazy_init as core_lazy_init
+from linen.core import Scope, Variable, errors
 from linen.core.lifting import Filter, binding_variables, thaw
-from linen.core.tracebacks import hide_linen_frames
-from linen.module import _adoption, _capture
+from linen.module import _adoption, _entry
 from linen.module._adoption import (
     NON_HOLDERS,
     adopt_field_submodules,
@@ -140,10 +135,6 @@ def _name_taken(parent: Module, pstate: ModuleState, name: str) -> bool:
     if name not in pstate.children:
         return False
     return not (pstate.in_compact_method and name in pstate.compact_children)
-
-
-# class -> the function `apply` runs by default (its own or an inherited __call__)
-_CALL_METHODS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 if typing.TYPE_CHECKING:
@@ -565,7 +556,7 @@ class Module(_DataclassLike):
         """A copy bound to ``variables`` for interactive use."""
         if not isinstance(self, Module):  # `MyModule.bind(variables)` on the class
             raise errors.InvalidInstanceModuleError()
-        scope = self._bind_root(variables, rngs, mutable)
+        scope = _entry.bind_root(self, variables, rngs, mutable)
         return self.clone(parent=scope, _deep_clone=True)
 
     def unbind(self) -> tuple[Module, dict]:
@@ -575,189 +566,13 @@ class Module(_DataclassLike):
         self._try_setup()
         return self.clone(parent=None, _deep_clone=True, _reset_names=True), thaw(self.variables)
 
-    # -- init / apply --------------------------------------------------------------
+    # -- init / apply (the entry points: _entry.py) ----------------------------------
 
-    def _resolve_method(self, method: Any) -> Callable:
-        if method is None:
-            call = _CALL_METHODS.get(type(self))
-            if call is None:
-                for klass in type(self).__mro__:
-                    if '__call__' in klass.__dict__:
-                        call = _CALL_METHODS[type(self)] = klass.__dict__['__call__']
-                        break
-                else:
-                    raise errors.ApplyModuleMissingCallError(type(self).__name__)
-            return call
-        if isinstance(method, str):
-            attr = getattr(type(self), method, None)
-            if isinstance(attr, types.FunctionType):
-                return attr
-            # Flax looks the name up on the instance: a missing name raises its
-            # AttributeError, a submodule field runs that submodule.
-            value = getattr(self, method)
-            if isinstance(value, Module):
-                return functools.partial(_call_attribute, method)
-            if not callable(value):
-                raise errors.ApplyModuleMethodNotCallableError(
-                    type(self).__name__, method, type(value)
-                )
-            method = value
-        if inspect.ismethod(method) and isinstance(method.__self__, Module):
-            return method.__func__
-        if callable(method) and _takes_the_module(method):
-            return method
-        raise errors.ApplyModuleInvalidMethodError(method, type(self).__name__)
-
-    def _bind_root(self, variables: Mapping, rngs: Any, mutable: Filter) -> Scope:
-        try:
-            return core_bind(variables, rngs=rngs, mutable=mutable)
-        except errors.InvalidRngError as e:
-            raise _for_module(e, self, rngs) from None
-
-    def _scope_fn(self, method: Any, capture_intermediates: Any) -> Callable:
-        fn = self._resolve_method(method)
-
-        def scope_fn(scope: Scope, *args, **kwargs):
-            module = self.clone(parent=scope, _deep_clone=True)
-            if capture_intermediates:
-                with _capture.capturing(capture_intermediates):
-                    return fn(module, *args, **kwargs)
-            return fn(module, *args, **kwargs)
-
-        return scope_fn
-
-    def apply(
-        self,
-        variables: Mapping,
-        *args,
-        rngs: Any = None,
-        method: Any = None,
-        mutable: Filter = False,
-        capture_intermediates: bool | Callable = False,
-        **kwargs,
-    ):
-        """Run ``method`` (default ``__call__``) with ``variables``.
-
-        Returns the output, or ``(output, mutated_variables)`` when ``mutable`` is not False.
-        """
-        try:
-            if not isinstance(self, Module):  # `MyModule.apply(variables, ...)` on the class
-                raise errors.InvalidInstanceModuleError()
-            # The hot path of eager use: no wrapper functions built per call.
-            fn = self._resolve_method(method)
-            if capture_intermediates:
-                mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
-            root = self._bind_root(variables, rngs, mutable)
-            try:
-                module = self.clone(parent=root, _deep_clone=True)
-                if capture_intermediates:
-                    with _capture.capturing(capture_intermediates):
-                        y = fn(module, *args, **kwargs)
-                else:
-                    y = fn(module, *args, **kwargs)
-                if mutable is not False:
-                    # (the root is invalidated below: its own dicts can be handed out)
-                    return y, root.mutable_variables(copy=False)
-                return y
-            finally:
-                root.invalidate()
-        except Exception as e:  # (free when nothing raises)
-            # The traceback ends at the user's calls, as Flax's; a bare raise adds no
-            # entry for this frame.
-            hide_linen_frames(e)
-            raise
-
-    def init_with_output(
-        self,
-        rngs: Any,
-        *args,
-        method: Any = None,
-        mutable: Filter = DenyList('intermediates'),
-        capture_intermediates: bool | Callable = False,
-        **kwargs,
-    ):
-        """``(output, variables)`` of running ``method`` with fresh variables."""
-        try:
-            if not isinstance(self, Module):  # `MyModule.init(key, ...)` on the class
-                raise errors.InvalidInstanceModuleError()
-            if capture_intermediates:
-                mutable = union_filters(mutable, 'intermediates') if mutable is not True else True
-            scope_fn = self._scope_fn(method, capture_intermediates)
-            return _initialize(self, core_init, scope_fn, rngs, mutable, args, kwargs)
-        except Exception as e:
-            hide_linen_frames(e)
-            raise
-
-    def init(
-        self,
-        rngs: Any,
-        *args,
-        method: Any = None,
-        mutable: Filter = DenyList('intermediates'),
-        capture_intermediates: bool | Callable = False,
-        **kwargs,
-    ) -> dict:
-        """Fresh variables for this module: ``{collection: {...}}``."""
-        try:
-            if not isinstance(self, Module):
-                raise errors.InvalidInstanceModuleError()
-            return self.init_with_output(
-                rngs,
-                *args,
-                method=method,
-                mutable=mutable,
-                capture_intermediates=capture_intermediates,
-                **kwargs,
-            )[1]
-        except Exception as e:
-            hide_linen_frames(e)
-            raise
-
-    def module_paths(
-        self,
-        rngs: Any,
-        *args,
-        show_repeated: bool = False,
-        mutable: Filter = DenyList('intermediates'),
-        **kwargs,
-    ) -> dict[str, Module]:
-        """``{path: unbound copy}`` of the Modules that run in ``init(rngs, *args)``.
-
-        Runs under ``jax.eval_shape`` (no FLOPs, no memory); the root's path is
-        ``''``. ``show_repeated`` is accepted for Flax's signature: a path maps to
-        one Module either way.
-
-        >>> import jax, jax.numpy as jnp, linen.nn as nn
-        >>> class Foo(nn.Module):
-        ...     @nn.compact
-        ...     def __call__(self, x):
-        ...         return nn.Dense(2)(nn.Dense(4)(x))
-        >>> paths = Foo().module_paths(jax.random.key(0), jnp.ones((1, 3)))
-        >>> {p: type(m).__name__ for p, m in sorted(paths.items())}
-        {'': 'Foo', 'Dense_0': 'Dense', 'Dense_1': 'Dense'}
-        """
-        from linen.module._paths import module_paths
-
-        del show_repeated
-        return module_paths(self, rngs, *args, mutable=mutable, **kwargs)
-
-    def lazy_init(
-        self,
-        rngs: Any,
-        *args,
-        method: Any = None,
-        mutable: Filter = DenyList('intermediates'),
-        **kwargs,
-    ):
-        """Variables' shapes and dtypes only (inputs may be ``jax.ShapeDtypeStruct``)."""
-        try:
-            if not isinstance(self, Module):
-                raise errors.InvalidInstanceModuleError()
-            scope_fn = self._scope_fn(method, False)
-            return _initialize(self, core_lazy_init, scope_fn, rngs, mutable, args, kwargs)
-        except Exception as e:
-            hide_linen_frames(e)
-            raise
+    apply = _entry.apply
+    init_with_output = _entry.init_with_output
+    init = _entry.init
+    lazy_init = _entry.lazy_init
+    module_paths = _entry.module_paths
 
     # Flax's summary table; linen-profiling provides it (see _tabulate.py).
     tabulate = tabulate_method
@@ -774,37 +589,6 @@ class Module(_DataclassLike):
         if scopes is None:
             scopes = d['_compact_name_scopes'] = {}
         return scopes
-
-
-def _initialize(module: Module, initializer, scope_fn, rngs, mutable, args, kwargs):
-    """``initializer`` (core ``init`` or ``lazy_init``) run on ``scope_fn``; an rng error
-    names the module's class."""
-    try:
-        return initializer(scope_fn, mutable=mutable, flags={'initializing': True})(
-            rngs, *args, **kwargs
-        )
-    except errors.InvalidRngError as e:
-        raise _for_module(e, module, rngs) from None
-
-
-def _for_module(error: errors.InvalidRngError, module: Module, rngs: Any) -> Exception:
-    """``error`` as a Module method reports it: naming the class when ``rngs`` is no key."""
-    if error.hint and error.rngs is rngs:
-        return error.for_module(type(module).__name__)
-    return error
-
-
-def _call_attribute(name: str, module: Module, *args: Any, **kwargs: Any) -> Any:
-    """``apply(method='sub')`` for a submodule ``sub``: call it on the bound module."""
-    return getattr(module, name)(*args, **kwargs)
-
-
-def _takes_the_module(fn: Callable) -> bool:
-    """Whether ``fn`` can take the module as its first argument (Flax rejects ``lambda: x``)."""
-    code = getattr(fn, '__code__', None)
-    if code is None:
-        return True  # a partial, a callable object: let the call decide
-    return code.co_argcount > 0 or bool(code.co_flags & inspect.CO_VARARGS)
 
 
 def _zeros_like(x):
@@ -871,6 +655,12 @@ def _guard_setup(setup: Callable) -> Callable:
 
 _BASE_NAMES = frozenset(k for k in Module.__dict__ if not k.startswith('__'))
 _adoption.Module = Module  # (see linen.module._adoption)
+_entry.Module = Module  # (and linen.module._entry)
+# Functions bound in the class body from other files read as Module's own methods.
+for _name in ('apply', 'init_with_output', 'init', 'lazy_init', 'module_paths', 'tabulate'):
+    _fn = Module.__dict__[_name]
+    _fn.__name__, _fn.__qualname__ = _name, f'Module.{_name}'
+del _name, _fn
 
 
 class _NameScope(Module):
