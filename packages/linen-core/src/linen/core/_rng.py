@@ -73,10 +73,21 @@ def _path_hash(items: tuple[str | int, ...]) -> int:
     return int.from_bytes(digest[:4], byteorder='big')
 
 
+def _fold_in(key: Any, data: Any, impl: str) -> Any:
+    """``jax.random.fold_in(key, data)``; ``impl`` (static) only keys the caches below."""
+    del impl
+    return jax.random.fold_in(key, data)
+
+
 # `jax.random.fold_in` called eagerly runs ~400 Python calls (key checks, the data's
 # conversion, the primitive's impl); compiled, it is one call on JAX's C++ fast path.
 # Same threefry arithmetic, so the same bits.
-_fold_in_compiled = jax.jit(jax.random.fold_in)
+#
+# A raw uint32 key is read with the default PRNG implementation of the moment it is
+# traced, and jit keys its cache on shapes: rbg's and unsafe_rbg's raw keys are both
+# uint32[4]. The default implementation's name, passed as a static argument, keeps one
+# trace per implementation, so a key after a switch is never folded by the other one.
+_fold_in_compiled = jax.jit(_fold_in, static_argnums=2)
 
 # Traced by a staging trace (jit, make_jaxpr), the plain call redoes those checks and
 # the conversion for every parameter. Jitted and inlined while tracing, it is traced
@@ -84,7 +95,7 @@ _fold_in_compiled = jax.jit(jax.random.fold_in)
 # literal, with `random_wrap`/`random_unwrap` around it for a raw uint32 key) are
 # copied into the caller's program: the equations the plain call emits. Other tracers
 # (vmap, grad) keep the plain call.
-_fold_in_inlined = staged(jax.random.fold_in)
+_fold_in_inlined = staged(_fold_in, static_argnums=(2,))
 
 
 def fold_in_path(key: Any, items: tuple[str | int, ...]) -> Any:
@@ -94,11 +105,11 @@ def fold_in_path(key: Any, items: tuple[str | int, ...]) -> Any:
     data = np.uint32(path_hash(items))
     if isinstance(key, jax.core.Tracer):
         if STAGING_TRACER is not None and type(key) is STAGING_TRACER:
-            return _fold_in_inlined(key, data)
+            return _fold_in_inlined(key, data, jax.config.jax_default_prng_impl)
         return jax.random.fold_in(key, data)
     if EAGER_LAZY_INIT.get():  # an eager lazy_init: the root key is concrete, fold off the trace
-        return concrete_call(_fold_in_compiled, key, data)
-    return _fold_in_compiled(key, data)
+        return concrete_call(_fold_in_compiled, key, data, jax.config.jax_default_prng_impl)
+    return _fold_in_compiled(key, data, jax.config.jax_default_prng_impl)
 
 
 class RngStream:
