@@ -27,6 +27,7 @@ from linen.core import lazy_init as core_lazy_init
 from linen.core.lifting import Filter
 from linen.core.tracebacks import hide_linen_frames
 from linen.module import _capture
+from linen.module._paths import module_paths as _collect_paths
 
 
 class _NotLoaded:
@@ -171,10 +172,8 @@ def module_paths(
     >>> {p: type(m).__name__ for p, m in sorted(paths.items())}
     {'': 'Foo', 'Dense_0': 'Dense', 'Dense_1': 'Dense'}
     """
-    from linen.module._paths import module_paths
-
     del show_repeated
-    return module_paths(self, rngs, *args, mutable=mutable, **kwargs)
+    return _collect_paths(self, rngs, *args, mutable=mutable, **kwargs)
 
 
 # ------------------------------------------------------------------ helpers
