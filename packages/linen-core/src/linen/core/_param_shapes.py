@@ -3,12 +3,16 @@
 A stored parameter must have the shape its initializer would give. Flax re-runs
 ``jax.eval_shape`` of the initializer on every call (most of its tracing
 overhead); here the abstract result is cached per (initializer, arguments), so
-the check costs a dict lookup after the first time a shape is seen.
+the check costs a dict lookup after the first time a shape is seen. Only plain
+initializers are keys (``_cacheable.py``); any other (a closure over a list or a
+traced value, a bound method) is remembered by a weak reference, for as long as
+something else keeps it alive, so the cache never keeps a trace alive.
 """
 
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -16,9 +20,12 @@ import jax
 import numpy as np
 
 from linen.core import errors
+from linen.core._cacheable import cacheable
 
 _SHAPE_CACHE: dict[Any, Any] = {}
 _SHAPE_CACHE_LIMIT = 8192
+# initializer -> {arguments: shapes}, for initializers a process-wide key must not hold.
+_BY_OBJECT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _ABSTRACT_KEY: list[Any] = []
 
 
@@ -75,6 +82,7 @@ def _structural_key(fn: Any) -> Any:
 def _init_shapes(init_fn: Callable, init_args: tuple, init_kwargs: dict) -> tuple:
     """``(shape if one leaf else None, [shape of each leaf])`` of ``init_fn(key, *init_args)``."""
     kwargs_key = tuple(init_kwargs.items()) if init_kwargs else ()
+    args_key = (init_args, kwargs_key)
     try:
         cache_key = (init_fn, init_args, kwargs_key)
         return _SHAPE_CACHE[cache_key]
@@ -82,12 +90,23 @@ def _init_shapes(init_fn: Callable, init_args: tuple, init_kwargs: dict) -> tupl
         pass
     except TypeError:
         cache_key = None
-    try:
-        structural = (_structural_key(init_fn), init_args, kwargs_key)
-        shapes = _SHAPE_CACHE.get(structural)
-    except TypeError:
-        cache_key = structural = None
-        shapes = None
+    shapes = structural = weak = None
+    if cache_key is not None and cacheable(cache_key):
+        try:
+            structural = (_structural_key(init_fn), init_args, kwargs_key)
+            shapes = _SHAPE_CACHE.get(structural)
+        except TypeError:
+            cache_key = structural = None
+    else:
+        cache_key = None
+        if cacheable(args_key):
+            # An initializer holding more than plain data (a closure over a list, a
+            # bound method): answered by the object while it lives, not kept alive.
+            try:
+                weak = _BY_OBJECT.setdefault(init_fn, {})
+                shapes = weak.get(args_key)
+            except TypeError:  # not weakly referable
+                weak = None
     if shapes is None:
         with jax.ensure_compile_time_eval():
             abstract = jax.eval_shape(
@@ -100,6 +119,8 @@ def _init_shapes(init_fn: Callable, init_args: tuple, init_kwargs: dict) -> tupl
             _SHAPE_CACHE.clear()
         _SHAPE_CACHE[cache_key] = shapes
         _SHAPE_CACHE[structural] = shapes
+    elif weak is not None:
+        weak[args_key] = shapes
     return shapes
 
 

@@ -8,8 +8,11 @@ its cached equations are inserted into the caller's program: the equations of th
 direct call, with the caller's profiling labels, so the same compiled program and the
 same numbers. Only JAX's own initializers (``jax.nn.initializers``, which
 ``linen.nn.initializers`` re-exports) are staged: they are pure functions of the key
-and their static arguments. Any other callable, keyword arguments or an unhashable
-argument run directly; so does every eager or non-staging call (vmap, grad).
+and their static arguments. Any other callable, keyword arguments, an argument
+that is not plain data (``_cacheable.py``; ``constant(array)``, say) run directly;
+so does every eager or non-staging call (vmap, grad). Only staged forms are kept, so
+the cache never holds a user's callable (a bound method would keep its Module and
+the trace of its scope alive).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from typing import Any
 
 import jax
 import jax.interpreters.partial_eval as pe
+
+from linen.core._cacheable import cacheable
 
 __all__ = ['call_initializer']
 
@@ -38,9 +43,9 @@ def staged(fn: Callable, static_argnums: tuple[int, ...] = ()) -> Callable:
     return jax.jit(fn, static_argnums=static_argnums, inline=INLINE_WHILE_TRACING)
 
 
-# initializer -> its staged form, or None when it is not one of JAX's. Bounded: a
-# model that makes a fresh initializer closure on every call must not grow it forever.
-_STAGED: dict[Any, Callable | None] = {}
+# JAX's initializer -> its staged form. Bounded: a model that makes a fresh
+# initializer closure on every call must not grow it forever.
+_STAGED: dict[Any, Callable] = {}
 _STAGED_LIMIT = 512
 
 
@@ -50,9 +55,9 @@ def _staged_form(init_fn: Callable, n_args: int) -> Callable | None:
         return _STAGED[key]
     except KeyError:
         pass
-    staged_fn = None
-    if getattr(init_fn, '__module__', None) in _PURE_MODULES:
-        staged_fn = staged(init_fn, tuple(range(1, n_args + 1)))
+    if getattr(init_fn, '__module__', None) not in _PURE_MODULES or not cacheable(init_fn):
+        return None
+    staged_fn = staged(init_fn, tuple(range(1, n_args + 1)))
     if len(_STAGED) >= _STAGED_LIMIT:
         _STAGED.clear()
     _STAGED[key] = staged_fn
@@ -64,9 +69,9 @@ def call_initializer(init_fn: Callable, key: Any, init_args: tuple, init_kwargs:
     if STAGING_TRACER is not None and type(key) is STAGING_TRACER and not init_kwargs:
         try:
             staged_fn = _staged_form(init_fn, len(init_args))
-            if staged_fn is not None:
-                hash(init_args)
-                return staged_fn(key, *init_args)
-        except TypeError:  # an unhashable initializer or argument: the direct call below
-            pass
+        except TypeError:  # an unhashable initializer: the direct call below
+            staged_fn = None
+        # The arguments are static: JAX's cache keeps them.
+        if staged_fn is not None and cacheable(init_args):
+            return staged_fn(key, *init_args)
     return init_fn(key, *init_args, **init_kwargs)

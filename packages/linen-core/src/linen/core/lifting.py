@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from linen.core._cacheable import cacheable as cacheable
 from linen.core._filters import Filter as Filter
 from linen.core._filters import in_filter
 from linen.core._rng import RngStream as RngStream
@@ -37,6 +38,7 @@ __all__ = [
     'Filter',
     'RngStream',
     'binding_variables',
+    'cacheable',
     'detached_scope',
     'path_hash',
     'scope_collection',

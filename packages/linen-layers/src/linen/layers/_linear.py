@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from linen.core.lifting import cacheable
 from linen.core.meta import Partitioned
 from linen.layers import initializers
 from linen.layers._dtypes import promote_dtype
@@ -282,10 +283,10 @@ def _flat_init(init, n_in: int, n_out: int | None):
         # A constant has no fan to respect: reshaping the flat one gives the same array,
         # and the bare initializer lets the scope skip deriving a key it would ignore.
         return init
-    try:
+    if cacheable(init):
         return _flat_cached(init, n_in, n_out)
-    except TypeError:  # an unhashable initializer
-        return functools.partial(_flat_initialize, init, n_in, n_out)
+    # A bound method, say: the cache would keep its Module (and its scope's trace) alive.
+    return functools.partial(_flat_initialize, init, n_in, n_out)
 
 
 class DenseGeneral(Module):
@@ -339,7 +340,7 @@ class DenseGeneral(Module):
             key = plan = None
         if plan is None:
             plan = _dense_general_plan(self, shape)
-            if key is not None:
+            if key is not None and cacheable((self.kernel_init, self.bias_init)):
                 if len(_DENSE_GENERAL_PLANS) >= 1024:
                     _DENSE_GENERAL_PLANS.clear()
                 _DENSE_GENERAL_PLANS[key] = plan

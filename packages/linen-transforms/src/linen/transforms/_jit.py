@@ -20,6 +20,7 @@ call continues counting as the un-jitted code would.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -69,7 +70,12 @@ def _hkey(k: Any) -> Any:
 
 
 class _Static:
-    """The static part of one lifted-jit call; equal keys share a compiled function."""
+    """The static part of one lifted-jit call; equal keys share a compiled function.
+
+    JAX's caches keep the static argument of each trace as (part of) their key, and
+    so do ``_ScopeJit``'s tables: the payload (the module, its scope, the caller's
+    traced values) is dropped when the call returns, so no cache keeps a trace alive.
+    """
 
     __slots__ = ('key', 'payload', '_hash')
 
@@ -272,9 +278,12 @@ class _ScopeJit:
         )
         payload = _payload(extra_obj, multi, scopes, static_args, static_kwargs)
         static = _cache_key(extra_key, payload, scopes, keys, wrappers)
-        y, mutated = self._call_learning_hashes(
-            static, payload, scopes, templates, variables, keys, dynamic, kwargs
-        )
+        try:
+            y, mutated = self._call_learning_hashes(
+                static, payload, scopes, templates, variables, keys, dynamic, kwargs
+            )
+        finally:
+            static.payload = None
         after = self.counters_after.get(static)
         if after is not None:
             for c, a in zip(payload['counters'], after):
@@ -335,6 +344,9 @@ class _ScopeJit:
         hashes = _path_hashes(seen, templates) if seen else None
         return self.compiled(static, variables, keys, hashes, dynamic, kwargs)
 
+
+# Numbers the calls that cannot share a compiled function key on.
+_CALLS = itertools.count()
 
 # (seen, index) of a function that draws no random numbers.
 _NO_HASHES: tuple = ((), {})
@@ -420,8 +432,9 @@ def _cache_key(extra_key, payload: dict, scopes: tuple, keys: tuple, wrappers) -
     try:
         return _Static(base, payload)  # hashes the key once, for every lookup of this call
     except TypeError:
-        # Unhashable module fields or static arguments: trace every call.
-        return _Static((id(payload),), payload)
+        # Unhashable module fields or static arguments: trace every call (a number
+        # never given out again, unlike an id, which a later payload may reuse).
+        return _Static(('unhashable', next(_CALLS)), payload)
 
 
 def _path_hashes(seen: tuple, templates: list) -> Any:
