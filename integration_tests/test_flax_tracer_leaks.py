@@ -127,3 +127,23 @@ def test_no_trace_outlives_a_lifted_jit(jit):
     assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(theirs)
     for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def _lazy_variables(nn):
+    class Recurrent(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            # Variables made inside lifted transforms (remat, the RNN's scan): linen's
+            # eager lazy_init sees them come out as tracers and stages the call.
+            y = nn.remat(nn.Dense)(3)(x)
+            return nn.RNN(nn.GRUCell(3))(y)
+
+    with jax.checking_leaks():
+        variables = Recurrent().lazy_init(
+            jax.random.key(0), jax.ShapeDtypeStruct((2, 4, 3), jnp.float32)
+        )
+    return jax.tree_util.tree_map(np.asarray, dict(variables))
+
+
+def test_lazy_init_keeps_no_tracer():
+    _assert_same_bits(_lazy_variables(linen_nn), _lazy_variables(flax_nn))

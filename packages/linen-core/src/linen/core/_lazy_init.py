@@ -253,14 +253,16 @@ def _eager(fn, leaves, treedef):
         token = EAGER_LAZY_INIT.set(True)
         try:
             with jax.ensure_compile_time_eval():
-                captured.append(fn(*a, **kw))
+                out = fn(*a, **kw)
         finally:
             EAGER_LAZY_INIT.reset(token)
+        # Tracers are not kept past their trace (`jax.checking_leaks` would object).
+        traced = any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(out))
+        captured.append(None if traced else out)
 
     jax.eval_shape(run, *[leaves[i] for i in abstract])
     out = captured[0]
-    flat = jax.tree_util.tree_flatten_with_path(out)[0]
-    if any(isinstance(x, jax.core.Tracer) for _, x in flat):
+    if out is None:
         # A variable came out of a primitive that also reads an abstract input (a
         # lifted jit, remat or scan): the per-equation view above cannot tell
         # whether it depends on it; the jaxpr analysis of `_staged` can.
