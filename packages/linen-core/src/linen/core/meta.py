@@ -64,15 +64,21 @@ class AxisMetadata(abc.ABC):
     Subclasses are struct dataclasses: declare the value as a pytree field and the
     metadata with ``struct.field(pytree_node=False)``. Flax's spelling,
     ``class Box(struct.PyTreeNode, AxisMetadata)``, works too: the base is not itself
-    a ``PyTreeNode``, so the two bases order as in Flax.
+    a ``PyTreeNode``, so the two bases order as in Flax. A subclass that defines its
+    own ``__init__`` stays a plain class, as every subclass is in Flax: it sets its
+    attributes itself and, to pass through transforms, is registered as a pytree by
+    its author (``jax.tree_util.register_pytree_node``).
     """
 
     def __init_subclass__(cls, **kwargs):
         # A subclass that does not bring PyTreeNode (whose own hook makes the
-        # dataclass) becomes a struct dataclass here, as it always has in linen.
+        # dataclass) and writes no __init__ becomes a struct dataclass here, as it
+        # always has in linen (in Flax it could not be constructed with its fields).
+        if issubclass(cls, struct.PyTreeNode) or '__init__' in cls.__dict__:
+            super().__init_subclass__(**kwargs)
+            return
         super().__init_subclass__()
-        if not issubclass(cls, struct.PyTreeNode):
-            struct.dataclass(cls, **kwargs)
+        struct.dataclass(cls, **kwargs)
 
     @abc.abstractmethod
     def unbox(self) -> Any:

@@ -355,12 +355,23 @@ def _chunk(arr: np.ndarray) -> Any:
     return {_CHUNKED_MARKER: True, 'shape': shape, 'chunks': chunks}
 
 
-def _prepare(x: Any) -> Any:
-    """Makes a msgpack-ready copy: mappings become dicts, sequences lists, big arrays chunks."""
+def _prepare(x: Any, sort: bool = False) -> Any:
+    """Makes a msgpack-ready copy: mappings become dicts, sequences lists, big arrays chunks.
+
+    ``sort``: keys are written sorted, in JAX's pytree order, as Flax's
+    ``msgpack_serialize`` writes them when it copies its input (``in_place=False``);
+    keys that do not sort (ints beside strs, which Flax cannot write) keep their order.
+    """
     if isinstance(x, (dict, FrozenDict)):
-        return {k: _prepare(v) for k, v in x.items()}
+        keys: Any = x
+        if sort:
+            try:
+                keys = sorted(x)
+            except TypeError:
+                pass
+        return {k: _prepare(x[k], sort) for k in keys}
     if isinstance(x, (list, tuple)):
-        return [_prepare(v) for v in x]
+        return [_prepare(v, sort) for v in x]
     if _is_key_array(x):
         return {
             _KEY_MARKER: True,
@@ -402,12 +413,13 @@ def msgpack_serialize(pytree: Any, in_place: bool = False) -> bytes:
 
     Args:
         pytree: the state dict; FrozenDicts, lists and tuples are accepted too.
-        in_place: accepted for Flax compatibility; the input is never modified.
+        in_place: as in Flax, ``False`` writes dict keys sorted (Flax copies the input
+            with a pytree map, which sorts them) and ``True`` in their own order
+            (``to_bytes`` writes a state dict so); the input is never modified.
     """
-    del in_place
     # strict_types: np.float64 subclasses float and must still go through the ext
     # path (as in Flax), not be written as a native double.
-    return _packb(_prepare(pytree), default=_ext_pack, strict_types=True)
+    return _packb(_prepare(pytree, sort=not in_place), default=_ext_pack, strict_types=True)
 
 
 _SIZED_DTYPE = re.compile(r'(bytes|str|void)([0-9]{1,12})')
@@ -601,7 +613,8 @@ def msgpack_restore(encoded_pytree: bytes) -> Any:
             "checkpoint file in binary mode ('rb')."
         )
     try:
-        raw = _msgpack().unpackb(encoded_pytree, raw=False)
+        # Maps may have int keys (a state dict of a dict keyed by ints), as Flax reads them.
+        raw = _msgpack().unpackb(encoded_pytree, raw=False, strict_map_key=False)
     except Exception as e:
         raise InvalidCheckpointError(
             f'Could not decode {len(encoded_pytree)} bytes of checkpoint: '
@@ -617,7 +630,7 @@ def msgpack_restore(encoded_pytree: bytes) -> Any:
 
 def to_bytes(target: Any) -> bytes:
     """Serializes ``target`` (any tree ``to_state_dict`` knows) to msgpack bytes."""
-    return msgpack_serialize(to_state_dict(target))
+    return msgpack_serialize(to_state_dict(target), in_place=True)
 
 
 def from_bytes(target: Any, encoded_bytes: bytes) -> Any:

@@ -98,16 +98,19 @@ def dataclass(clz: type[_T] | None = None, **kwargs) -> type[_T]:
             )
         missing = [n for n in data_fields if n not in state]
         if missing:
+            # Flax's sentence names the first missing field; the rest follow it.
+            others = f' (also missing: {", ".join(missing[1:])})' if missing[1:] else ''
             raise InvalidCheckpointError(
-                f'Missing field(s) {", ".join(missing)} in state dict while restoring an '
-                f'instance of {data_clz.__name__}, at path {serialization.current_path()}. '
-                'The checkpoint was written from a different structure: restore into a '
-                'target that matches it.'
+                f'Missing field {missing[0]} in state dict while restoring an instance of '
+                f'{data_clz.__name__}, at path {serialization.current_path()}.{others} The '
+                'checkpoint was written from a different structure: restore into a target '
+                'that matches it.'
             )
-        unknown = sorted(set(state) - set(data_fields))
+        fields = set(data_fields)
+        unknown = [n for n in state if n not in fields]  # in the state dict's order, as Flax
         if unknown:
             raise InvalidCheckpointError(
-                f'Unknown field(s) {", ".join(map(repr, unknown))} in state dict while '
+                f'Unknown field(s) "{",".join(map(str, unknown))}" in state dict while '
                 f'restoring an instance of {data_clz.__name__} at path '
                 f'{serialization.current_path()}. Restore into a target with those fields.'
             )
