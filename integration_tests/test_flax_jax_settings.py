@@ -2,8 +2,8 @@
 
 A user runs a Flax program with a JAX setting switched (strict dtype promotion,
 ``debug_nans``, a transfer guard, ``disable_jit``, a matmul precision, 64-bit
-mode, JAX's internal checks, the other threefry layout, another PRNG
-implementation) and swaps in linen: the program must do what it did on Flax. For each setting a small
+mode, JAX's internal checks, its key-reuse checker, the other threefry layout,
+another PRNG implementation) and swaps in linen: the program must do what it did on Flax. For each setting a small
 model with the common layers (Dense, BatchNorm, LayerNorm, Dropout, ``nn.remat``;
 attention with a causal mask) is initialised, applied in training mode and
 differentiated, eagerly and under ``jax.jit``, on both libraries: the variables,
@@ -131,6 +131,7 @@ SETTINGS = {
     'matmul precision bfloat16': lambda: jax.default_matmul_precision('bfloat16'),
     'x64': lambda: _config('jax_enable_x64', True),
     'enable_checks': lambda: _config('jax_enable_checks', True),
+    'key reuse checks': lambda: _config('jax_debug_key_reuse', True),
     'threefry partitionable flipped': lambda: _config(
         'jax_threefry_partitionable', not jax.config.jax_threefry_partitionable
     ),
