@@ -5,6 +5,8 @@
   ``msgpack_serialize`` writes Flax's bytes: keys sorted unless ``in_place=True``.
 - A struct dataclass restored from a state dict with missing or unknown fields:
   Flax's ``ValueError`` and its sentence, which linen's message starts with.
+- ``flax.typing``'s annotation aliases, which ``linen.core.typing`` offers under the
+  same names.
 - A user's ``AxisMetadata`` subclass written as a plain class with its own
   ``__init__`` and registered as a pytree by its author: Flax accepts it, through
   ``nn.scan``'s axis metadata too.
@@ -144,3 +146,35 @@ def test_a_plain_axis_metadata_subclass_works_as_in_flax():
     assert (name, names) == (flax_name, flax_names) == ('Box', ('layers', 'embed'))
     assert value.tobytes() == flax_value.tobytes() and value.shape == (4, 3)
     assert y.tobytes() == flax_y.tobytes()
+
+
+# flax.typing names that are not annotation aliases of Linen code: type variables,
+# re-exported typing/stdlib names and modules, the lifting markers (linen.nn.transforms
+# In/Out, linen-transforms'), NNX's helpers and Flax's config internals.
+NOT_LINEN_ALIASES = {
+    'BaseConfigContext', 'HashableMapping', 'In', 'MISSING', 'Missing', 'Out',
+    'PytreeDeque', 'ShapeDtype', 'SizeBytes', 'has_shape_dtype', 'is_key_like',
+}  # fmt: skip
+
+
+def test_typing_offers_flaxs_annotation_aliases():
+    import types
+    import typing
+
+    import flax.typing
+
+    import linen.core.typing
+
+    stdlib = set(dir(typing)) | {'Callable', 'Hashable', 'Iterator', 'Mapping', 'Sequence'}
+    theirs = {
+        name
+        for name in dir(flax.typing)
+        if not name.startswith('_')
+        and name not in NOT_LINEN_ALIASES
+        and name not in stdlib
+        and not isinstance(getattr(flax.typing, name), (typing.TypeVar, types.ModuleType))
+        and name not in ('annotations', 'deque', 'partial')
+    }
+    ours = set(linen.core.typing.__all__)
+    assert theirs - ours == set(), 'aliases Flax has and linen lacks'
+    assert ours - set(dir(flax.typing)) == set(), 'names linen invented'

@@ -1,5 +1,8 @@
 """The names ``flax.core.scope`` offers, for code that imports them from there.
 
+Its type aliases (``VariableDict``, ``FrozenVariableDict``, ``PRNGKey``, ...) are
+``linen.core.typing``'s, importable from here as from Flax's module.
+
 >>> from linen.core.scope import Scope, LazyRng, in_filter
 >>> in_filter(['params'], 'params')
 True
@@ -25,6 +28,17 @@ from linen.core._rng import LazyRng as LazyRng
 from linen.core._scope import Array as Array
 from linen.core._scope import Scope as Scope
 from linen.core._scope import Variable as Variable
+from linen.core.typing import Collection as Collection
+from linen.core.typing import FrozenVariableDict as FrozenVariableDict
+from linen.core.typing import MutableCollection as MutableCollection
+from linen.core.typing import MutableVariableDict as MutableVariableDict
+from linen.core.typing import PRNGFoldable as PRNGFoldable
+from linen.core.typing import PRNGKey as PRNGKey
+from linen.core.typing import RNGSequences as RNGSequences
+from linen.core.typing import VariableDict as VariableDict
+
+# Flax's name for a filter of rng streams (the same filters as collections').
+PRNGSequenceFilter = CollectionFilter
 
 __all__ = [
     'Array',
