@@ -23,8 +23,9 @@ from linen.layers._explicit import (
     local_conv,
     replicate_for_conv,
 )
-from linen.layers._linear import Array, Dtype, _add_bias, default_kernel_init
+from linen.layers._linear import _add_bias, default_kernel_init
 from linen.layers._staged import one_op_exact, staged
+from linen.layers._typing import Array, Dtype
 from linen.layers.errors import (
     LayerArgumentError,
     LayerInputRankError,

@@ -14,7 +14,6 @@ import string
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -33,6 +32,7 @@ from linen.layers._explicit import (
 )
 from linen.layers._staged import STAGING_TRACER, is_staged, one_op_exact, staged
 from linen.layers._types import shape_of
+from linen.layers._typing import Array, Dtype
 from linen.layers.errors import (
     LayerArgumentError,
     LayerInputDtypeError,
@@ -52,9 +52,6 @@ __all__ = [
 default_kernel_init = initializers.lecun_normal()
 # Flax's embedding init: normal with variance 1 / features (the fan is the feature axis).
 default_embed_init = initializers.variance_scaling(1.0, 'fan_in', 'normal', out_axis=0)
-
-Array = jax.Array
-Dtype = Any
 
 
 def _boxed_reshape(value, shape):
@@ -405,6 +402,17 @@ def _dense_general_plan(layer: DenseGeneral, shape: tuple) -> tuple:
     features = _as_tuple(layer.features)
     ndim = len(shape)
     axis, batch_dims = _as_tuple(layer.axis), _as_tuple(layer.batch_dims)
+    # As Flax: the batch dims as given (never negative, so never counted from the end)
+    # must be the leading axes 0..k-1, in any order; checked before the input's rank.
+    if batch_dims and set(batch_dims) != set(range(max(batch_dims) + 1)):
+        raise LayerArgumentError(
+            describe_layer(layer),
+            f'batch_dims={layer.batch_dims} are not the leading axes 0..{len(batch_dims) - 1}',
+            'Move the batch axes to the front (jnp.moveaxis) before the layer; batch_dims '
+            'count from the front, never from the end.',
+            flax_text=f'batch_dims {batch_dims} must be consecutive leading dimensions '
+            'starting from 0.',
+        )
     for ax in (*axis, *batch_dims):
         if not -ndim <= ax < ndim:
             raise LayerInputRankError(
@@ -421,7 +429,7 @@ def _dense_general_plan(layer: DenseGeneral, shape: tuple) -> tuple:
             describe_layer(layer),
             f'batch_dims={layer.batch_dims} are not the leading axes 0..{n_batch - 1}',
             'Move the batch axes to the front (jnp.moveaxis) before the layer.',
-            flax_text=f'batch_dims {layer.batch_dims} must be consecutive leading dimensions '
+            flax_text=f'batch_dims {batch_dims} must be consecutive leading dimensions '
             'starting from 0.',
         )
     if set(axis) & set(batch_dims):

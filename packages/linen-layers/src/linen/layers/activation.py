@@ -34,9 +34,26 @@ from jax.numpy import tanh as tanh
 
 from linen.layers._activation import PReLU as PReLU
 from linen.layers._exports import NAMES
+from linen.layers._typing import Array as Array
+from linen.layers._typing import Dtype as Dtype
+from linen.module import Module as Module
+from linen.module import compact as compact
 
+# Some imports above are not in `__all__`: the names flax.linen.activation has through its
+# own imports (typing aliases, `Module`, `compact`, ...), kept for Flax code that
+# reaches them through this module (`flax.linen.activation.compact`).
 # The public names are listed once, in the package's name table.
 __all__ = list(NAMES.defined_in('.activation'))
 
 # `jax.nn.normalize` was the old name of `standardize`; Flax still exports it.
 normalize = standardize
+
+
+def __getattr__(name: str):
+    # flax.linen.activation also has `Dense`; imported on first use, so that an
+    # activation function does not load the linear layers.
+    if name == 'Dense':
+        from linen.layers._linear import Dense
+
+        return Dense
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -18,7 +18,23 @@ from linen.layers._dot_product import (
     dot_product_attention_weights as dot_product_attention_weights,
 )
 from linen.layers._dtypes import promote_dtype as promote_dtype
+from linen.layers._linear import DenseGeneral as DenseGeneral
+from linen.layers._linear import default_kernel_init as default_kernel_init
+from linen.layers._normalization import LayerNorm as LayerNorm
+from linen.layers._typing import Array as Array
+from linen.layers._typing import DotGeneralT as DotGeneralT
+from linen.layers._typing import Dtype as Dtype
+from linen.layers._typing import Initializer as Initializer
+from linen.layers._typing import PrecisionLike as PrecisionLike
+from linen.layers._typing import PRNGKey as PRNGKey
+from linen.layers._typing import Shape as Shape
+from linen.module import Module as Module
+from linen.module import compact as compact
+from linen.module import merge_param as merge_param
 
+# Some imports above are not in `__all__`: the names flax.linen.attention has through its
+# own imports (typing aliases, `Module`, `compact`, ...), kept for Flax code that
+# reaches them through this module (`from flax.linen.attention import PrecisionLike`).
 __all__ = [
     'MultiHeadAttention',
     'MultiHeadDotProductAttention',

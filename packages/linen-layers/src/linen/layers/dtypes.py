@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from linen.layers._dtypes import canonicalize_dtype as canonicalize_dtype
 from linen.layers._dtypes import promote_dtype as promote_dtype
+from linen.layers._typing import Dtype as Dtype
 
+# Some imports above are not in `__all__`: the names flax.linen.dtypes has through its
+# own imports (typing aliases, `Module`, `compact`, ...), kept for Flax code that
+# reaches them through this module (`from flax.linen.dtypes import Dtype`).
 __all__ = [
     'canonicalize_dtype',
     'promote_dtype',

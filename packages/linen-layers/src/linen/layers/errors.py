@@ -9,6 +9,8 @@ in, and how to fix it.
 
 from __future__ import annotations
 
+import jax
+
 from linen.core.errors import LinenError
 
 __all__ = [
@@ -281,6 +283,25 @@ class AttentionInputShapeError(LinenError, ValueError):
         )
 
 
+def _flax_broadcast_text(what: str, shape: tuple, weights) -> str | None:
+    # JAX's error, as Flax lets it surface: from `jnp.where(mask, weights, big_neg)`
+    # for a mask, from `weights + bias` for a bias, whose text depends on whether the
+    # ranks differ and on the rank promotion setting. (A bias of the weights' rank that
+    # does not broadcast is a TypeError in Flax; ours stays a ValueError, so no text.)
+    if not isinstance(weights, tuple):
+        return None
+    if what == 'mask':
+        return f'Incompatible shapes for broadcasting: shapes={[shape, weights, ()]}'
+    if len(shape) == len(weights):
+        return None
+    if jax.config.jax_numpy_rank_promotion == 'raise':
+        return (
+            f'Operands could not be broadcast together for add on shapes {weights} {shape} '
+            "and with the config option jax_numpy_rank_promotion='raise'."
+        )
+    return f'Incompatible shapes for broadcasting: shapes={[weights, shape]}'
+
+
 class AttentionMaskShapeError(LinenError, ValueError):
     """A mask or bias does not broadcast to the attention weights' shape.
 
@@ -294,12 +315,17 @@ class AttentionMaskShapeError(LinenError, ValueError):
     """
 
     def __init__(self, where: str, what: str, shape, expected):
+        shape = tuple(shape)
+        flax_text = _flax_broadcast_text(what, shape, expected)
         super().__init__(
-            f'{where}: the attention {what} has shape {tuple(shape)}, which does not '
-            f"broadcast to {expected}. Masks and biases broadcast to the attention weights' "
-            'shape [batch..., num_heads, q_length, kv_length]; build masks with '
-            '`make_attention_mask(query_input, key_input)` or `make_causal_mask(x)`, which '
-            'give [batch..., 1, q_length, kv_length].'
+            _lead(
+                flax_text,
+                f'{where}: the attention {what} has shape {shape}, which does not '
+                f"broadcast to {expected}. Masks and biases broadcast to the attention weights' "
+                'shape [batch..., num_heads, q_length, kv_length]; build masks with '
+                '`make_attention_mask(query_input, key_input)` or `make_causal_mask(x)`, which '
+                'give [batch..., 1, q_length, kv_length].',
+            )
         )
 
 
@@ -340,8 +366,8 @@ class AutoregressiveCacheShapeError(LinenError, ValueError):
 
     def __init__(self, where: str, expected, got):
         super().__init__(
-            f'{where}: autoregressive cache shape error, expected query shape '
-            f'{tuple(expected)} instead got {tuple(got)}. In decode mode, init with the '
+            f'Autoregressive cache shape error, expected query shape {tuple(expected)} '
+            f'instead got {tuple(got)}. {where}: in decode mode, init with the '
             'full-length input to size the cache, then apply one step at a time '
             '(inputs of length 1) with mutable=["cache"].'
         )

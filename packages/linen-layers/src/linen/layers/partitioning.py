@@ -31,6 +31,8 @@ import jax
 from jax.sharding import PartitionSpec
 
 from linen.core import freeze, struct, unfreeze, union_filters
+from linen.core.scope import CollectionFilter as CollectionFilter
+from linen.core.spmd import LogicalRules as LogicalRules
 from linen.core.spmd import (
     RulesFallback,
     logical_to_mesh,
@@ -40,12 +42,22 @@ from linen.core.spmd import (
 from linen.core.spmd import get_logical_axis_rules as get_axis_rules
 from linen.core.spmd import logical_axis_rules as axis_rules
 from linen.core.spmd import set_logical_axis_rules as set_axis_rules
+from linen.core.traverse_util import flatten_dict as flatten_dict
+from linen.core.traverse_util import unflatten_dict as unflatten_dict
+from linen.layers._typing import Array as Array
+from linen.layers._typing import ArrayPytree as ArrayPytree
+from linen.layers._typing import LogicalPartitionSpec as LogicalPartitionSpec
+from linen.layers._typing import LogicalPartitionSpecPytree as LogicalPartitionSpecPytree
+from linen.layers._typing import PartitionSpecPytree as PartitionSpecPytree
 from linen.layers.errors import LayerArgumentError
 from linen.module import Module, Variable, module_stack
 from linen.transforms import In as ScanIn
 from linen.transforms import Out as ScanOut
 from linen.transforms import lift, lift_transform, map_variables, scan, vmap
 
+# Some imports above are not in `__all__`: the typing aliases and helpers
+# flax.linen.partitioning has through its own imports, kept for Flax code that reaches
+# them through this module (`from flax.linen.partitioning import LogicalRules`).
 __all__ = [
     'AxisMetadata',
     'PartitionedVariable',

@@ -16,7 +16,7 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from linen.core import Scope
+from linen.core import FrozenDict, Scope
 from linen.core.config import config
 
 
@@ -62,6 +62,28 @@ def contains_module(value: Any) -> bool:
 
 def _is_namedtuple(x) -> bool:
     return isinstance(x, tuple) and hasattr(x, '_fields')
+
+
+# The types freeze_attribute keeps as they are (Modules, arrays, ...): a caller tests
+# `type(value) in KEPT_AS_IS` first, a set lookup instead of a call per attribute.
+KEPT_AS_IS: set[type] = set()
+
+
+def freeze_attribute(value: Any) -> Any:
+    """``value`` as a bound Module holds it in a field or a setup attribute, as in Flax.
+
+    Dicts (subclasses and FrozenDicts too) become FrozenDicts and lists tuples, all
+    the way down through dicts, lists and tuples (a namedtuple keeps its type), so
+    that a container cannot be changed after setup and hide a submodule from it
+    (``self.layers['new'] = nn.Dense(2)`` raises). Other values are kept as they are.
+    """
+    if isinstance(value, (list, tuple)):
+        items = [freeze_attribute(v) for v in value]
+        return type(value)(*items) if _is_namedtuple(value) else tuple(items)
+    if isinstance(value, (dict, FrozenDict)):
+        return FrozenDict({k: freeze_attribute(v) for k, v in value.items()})
+    KEPT_AS_IS.add(type(value))
+    return value
 
 
 _HOLDER_TYPES: dict[type, bool] = {}
@@ -114,18 +136,25 @@ def adopt_field_submodules(module: Any, d: dict) -> None:
         if kind in non_holders:
             continue
         if (kind is tuple or kind is list) and non_holders.issuperset(map(type, value)):
-            continue  # axes, feature tuples: plain values, no Module inside
+            # axes, feature tuples: plain values, no Module inside (a list is frozen)
+            if kind is list:
+                d[field_name] = tuple(value)
+            continue
         holds = holders.get(kind)
         if holds is None:
             holds = might_hold_modules(value)
-        if holds and contains_module(value):
+        if not holds:
+            continue
+        if contains_module(value):
             adopted = register_submodules(module, field_name, value)
             if adopted is not value:
                 state = d['_state']
                 if state.field_origins is None:
                     state.field_origins = {}
                 state.field_origins[field_name] = value
-                d[field_name] = adopted
+            d[field_name] = freeze_attribute(adopted)
+        else:
+            d[field_name] = freeze_attribute(value)
 
 
 def register_submodules(self: Any, name: str, value: Any) -> Any:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import operator
 import typing
 import weakref
@@ -25,8 +24,10 @@ from linen.core import Scope, Variable, errors
 from linen.core.lifting import Filter, binding_variables, thaw
 from linen.module import _adoption, _entry
 from linen.module._adoption import (
+    KEPT_AS_IS,
     NON_HOLDERS,
     adopt_field_submodules,
+    freeze_attribute,
     map_submodules,
     might_hold_modules,
     register_submodules,
@@ -270,7 +271,10 @@ class Module(_DataclassLike):
             d['name'] = name
         else:
             if type(name) is not str and not isinstance(name, str):
-                raise errors.LinenError(
+                # Flax's TypeError, its text verbatim (the unformatted "{name}" included)
+                # for `except`/`match=` clauses written against Flax.
+                raise TypeError(
+                    f'The type of scope "{{name}}" should be string but it is {type(name)}. '
                     f'Module names must be strings, got {name!r} for {type(self).__name__}.'
                 )
             if _name_taken(parent, pstate, name):
@@ -310,6 +314,8 @@ class Module(_DataclassLike):
             raise errors.SetAttributeInModuleSetupError()
         if might_hold_modules(value):
             value = register_submodules(self, name, value)
+            if type(value) not in KEPT_AS_IS:
+                value = freeze_attribute(value)
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
@@ -329,7 +335,13 @@ class Module(_DataclassLike):
             self._try_setup()
             if name in d:
                 return d[name]
-        descriptor = inspect.getattr_static(type(self), name, None)
+        # The class's own attributes only: `inspect.getattr_static(type(self), ...)`
+        # would also find the metaclass's (`type.__dict__['__name__']`), whose
+        # `__get__` raises TypeError on an instance, where Flax (and `getattr(m,
+        # '__name__', None)`, which `jax.vmap(module)` does) expects AttributeError.
+        descriptor = next(
+            (klass.__dict__[name] for klass in type(self).__mro__ if name in klass.__dict__), None
+        )
         if hasattr(descriptor, '__get__'):
             # A property (or other descriptor) exists but raised AttributeError, and
             # Python fell back to us: "no attribute" would hide the real failure.
