@@ -15,7 +15,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import jax
 import numpy as np
@@ -93,12 +93,15 @@ PaddingLike = str | int | Sequence[int | tuple[int, int]]
 LaxPadding = str | Sequence[tuple[int, int]]
 
 
+_TupleArg = TypeVar('_TupleArg', bound=tuple)
+
+
 class PromoteDtypeFn(Protocol):
-    """A layer's ``promote_dtype``: its arrays cast to one dtype (``dtype=None``: inferred)."""
+    """A layer's ``promote_dtype``: its arrays (a tuple) cast to one dtype, as a tuple."""
 
     def __call__(
-        self, *args: Array | None, dtype: Any = None, inexact: bool = True
-    ) -> list[Array | None]: ...
+        self, args: _TupleArg, /, *, dtype: Any = None, inexact: bool = True
+    ) -> _TupleArg: ...
 
 
 # Variables.
