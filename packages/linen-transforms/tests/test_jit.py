@@ -152,7 +152,7 @@ class Scaled(nn.Module):
 
 
 def test_static_argnums_and_static_argnames():
-    model = nn.jit(Scaled, static_argnums=(1,), static_argnames=('mode',))()
+    model = nn.jit(Scaled, static_argnums=(2,), static_argnames=('mode',))()
     variables = model.init(jax.random.key(0), X, 2, mode='add')
     calls = [(2, 'add', X * 4 + 1), (3, 'add', X * 8 + 1), (3, 'sub', X * 8 - 1)]
     for power, mode, expected in calls:

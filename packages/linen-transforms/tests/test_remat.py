@@ -11,7 +11,11 @@ import pytest
 
 import linen.nn as nn
 from linen.core import errors
-from linen.transforms.errors import TransformArgumentError
+from linen.transforms.errors import (
+    RematConcreteArgumentError,
+    RematStaticArgnumsError,
+    TransformArgumentError,
+)
 
 
 def normal_init(key, shape):
@@ -169,9 +173,14 @@ def test_mutable_collections_and_rngs_thread_through_remat():
     assert int(plain_v['counter']['n']) == 1
 
 
-def test_concrete_true_is_an_argument_error():
-    with pytest.raises(TransformArgumentError, match='static_argnums'):
+def test_concrete_true_is_flaxs_not_implemented_error():
+    with pytest.raises(RematConcreteArgumentError, match='concrete=True') as info:
         nn.remat(MLP, concrete=True)
+    assert str(info.value).startswith(
+        'The concrete argument is deprecated. Use static_argnums instead.'
+    )
+    assert isinstance(info.value, NotImplementedError)
+    assert isinstance(info.value, TransformArgumentError)  # as linen raised before
 
 
 def test_checkpoint_is_remat():
@@ -239,36 +248,83 @@ def test_remat_scan_with_broadcast_params_shares_one_block():
     np.testing.assert_allclose(model.apply(variables, x), expected, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize('static_argnums', [(5,), 3, (1, -3)])
-def test_static_argnums_past_the_arguments_is_an_argument_error(static_argnums):
-    # Gated.__call__(self, x, train): Flax-counted indices 1, 2 (and -2, -1) exist.
+# Flax hands static_argnums to jax.checkpoint as `i + 1`, over two arguments of its own
+# and the call's: `module(x, train)` gives len(args) = 4, so i + 1 must lie in [-4, 4).
+@pytest.mark.parametrize(('static_argnums', 'got'), [((5,), (6,)), (3, (4,)), ((1, -6), (2, -5))])
+def test_static_argnums_past_the_call_raise_jax_value_error_at_the_call(static_argnums, got):
+    model = nn.remat(Gated, static_argnums=static_argnums)()  # declared: nothing checked yet
+    with pytest.raises(RematStaticArgnumsError) as info:
+        model.init(jax.random.key(0), X, True)
+    # JAX's own words for those numbers (they differ between JAX versions).
+    with pytest.raises(ValueError) as jax_error:
+        jax.checkpoint(lambda *a: 0, static_argnums=got)(*[None] * 4)
+    assert str(info.value).startswith(str(jax_error.value).rstrip('.'))
+    assert isinstance(info.value, ValueError) and isinstance(info.value, TransformArgumentError)
+
+
+def test_a_static_argument_passed_by_keyword_has_no_position():
+    model = nn.remat(Gated, static_argnums=(2,))()
+    variables = model.init(jax.random.key(0), X, True)
+    with pytest.raises(RematStaticArgnumsError, match=r'got \(3,\), while `len\(args\)` = 3'):
+        model.apply(variables, X, train=True)
+
+
+def test_a_static_index_past_a_defaulted_argument_left_out_raises():
+    class Defaulted(nn.Module):
+        @nn.compact
+        def __call__(self, x, train, scale=None):
+            return Gated()(x, train)
+
+    model = nn.remat(Defaulted, static_argnums=(2, 3))()
+    variables = model.init(jax.random.key(0), X, True, None)  # passed: fine
+    with pytest.raises(RematStaticArgnumsError, match=r'got \(3, 4\)'):
+        model.apply(variables, X, True)
+
+
+def test_static_argnums_on_a_decorated_method_are_checked_at_the_call():
+    class Bad(nn.Module):  # defining it raises nothing, as in Flax
+        @functools.partial(nn.remat, static_argnums=(2,))
+        def __call__(self, x):
+            return x
+
+    with pytest.raises(RematStaticArgnumsError, match=r'got \(3,\), while `len\(args\)` = 3'):
+        Bad().init(jax.random.key(0), X)
+
+
+def test_static_call_argnums_past_the_arguments_is_refused_where_declared():
     with pytest.raises(
         TransformArgumentError, match=r'past the arguments of Gated.__call__\(x, train\)'
     ):
-        nn.remat(Gated, static_argnums=static_argnums)
-
-
-def test_static_argnums_past_a_decorated_methods_arguments_is_an_argument_error():
+        nn.remat(Gated, static_call_argnums=(2,))
     with pytest.raises(TransformArgumentError, match=r'range\(-1, 1\)'):
 
         class Bad(nn.Module):
-            @functools.partial(nn.remat, static_argnums=(2,))
+            @functools.partial(nn.remat, static_call_argnums=(1,))
             def __call__(self, x):
                 return x
 
 
-def test_static_argnums_within_the_arguments_or_after_star_args_is_accepted():
+def test_static_call_argnums_within_the_arguments_or_after_star_args_is_accepted():
     class Star(nn.Module):
         def __call__(self, *args):
             return args[0]
 
-    nn.remat(Gated, static_argnums=(-1, 1))
-    nn.remat(Star, static_argnums=(7,))
+    nn.remat(Gated, static_call_argnums=(-1, 0))
+    nn.remat(Star, static_call_argnums=(7,))
     assert issubclass(TransformArgumentError, ValueError)  # Flax's `except ValueError` holds
 
 
-def test_static_argnums_zero_is_self_and_refused():
-    from linen.transforms.errors import TransformArgumentError
+@pytest.mark.parametrize('static_argnums', [(0,), -1, (-4,), (-5,)])
+def test_flax_indices_of_its_own_arguments_mark_nothing(static_argnums):
+    # 0 is `self`; -1, -4 and -5 land on the two arguments Flax passes first.
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        nn.remat(Gated, static_argnums=static_argnums)().init(jax.random.key(0), X, True)
 
-    with pytest.raises(TransformArgumentError, match='argument 0 is `self`'):
-        nn.remat(Gated, static_argnums=(0,))
+
+@pytest.mark.parametrize('static_argnums', [(0, 2), -2, (1, 2)])
+def test_flax_negative_indices_count_past_flax_own_arguments(static_argnums):
+    # -2 is the last argument (Flax's shift by one); `x` static too is harmless.
+    model = nn.remat(Gated, static_argnums=static_argnums)()
+    variables = model.init(jax.random.key(0), X, True)
+    ref = Gated().apply(variables, X, False)
+    np.testing.assert_allclose(model.apply(variables, X, True), 2 * ref, rtol=1e-6)

@@ -289,7 +289,7 @@ def test_nothing_to_scan_without_length_is_a_scan_length_error():
 
 
 def test_length_disagreeing_with_xs_is_a_scan_length_error():
-    with pytest.raises(ScanLengthError, match='lengths differ'):
+    with pytest.raises(ScanLengthError, match='scan got `length` argument of 7 which disagrees'):
         shared_scan(length=7).init(jax.random.key(0), C0, XS)
 
 

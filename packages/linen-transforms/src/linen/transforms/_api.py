@@ -155,20 +155,26 @@ def checkpoint(
     """Recompute a Module's activations on the backward pass (``jax.checkpoint``).
 
     ``static_argnums`` count as Flax's do, ``self`` being 0: for
-    ``__call__(self, x, train)``, ``train`` is 2. ``static_call_argnums`` count
-    the call's arguments as the caller writes them, ``module(x, train)``:
-    ``train`` is 1. Negative indices count from the last argument in both.
+    ``__call__(self, x, train)``, ``train`` is 2; as in Flax, they are placed on
+    each call among the arguments passed positionally (one past them raises
+    JAX's ``ValueError``, Flax's negative indices keep Flax's meaning: ``-2`` is the
+    last argument). ``static_call_argnums`` (linen's) count the call's arguments
+    as the caller writes them, ``module(x, train)``: ``train`` is 1; negative
+    indices count from the last argument, and one past the method's arguments is
+    refused here.
     """
     if isinstance(methods, Mapping):
         return _each_method(checkpoint, target, methods)
     _remat.check_concrete(concrete)
-    call_argnums = _remat.flax_argnums_to_call(static_argnums)
+    flax_argnums = _remat.flax_argnums(static_argnums)
     if isinstance(static_call_argnums, int):
         static_call_argnums = (static_call_argnums,)
-    call_argnums = tuple(sorted(set(call_argnums) | set(static_call_argnums)))
+    call_argnums = tuple(sorted(set(static_call_argnums)))
 
     def make(body):
-        return _remat.checkpoint_over_scopes(body, prevent_cse, call_argnums, policy, concrete)
+        return _remat.checkpoint_over_scopes(
+            body, prevent_cse, call_argnums, policy, concrete, flax_static_argnums=flax_argnums
+        )
 
     # a bad target fails here first
     lifted = lift('Checkpoint', target, make, methods, multi_scope=True)
@@ -219,11 +225,16 @@ def jit(
     Unlike Flax, the parameters a key gives do not change under ``nn.jit``; a
     retrace happens when the module's fields, static arguments, the scope's
     structure or the active method wrappers (profiling labels) change.
+
+    ``static_argnums`` and ``donate_argnums`` count as Flax's do, the module being
+    0: for ``__call__(self, x, train)`` (or a function ``fn(module, x, train)``),
+    ``train`` is 2. As in Flax, 0, negative indices and indices past the call's
+    arguments mark nothing.
     """
     options = dict(
-        static_argnums=static_argnums,
+        static_argnums=_jit_module.flax_argnums_to_call(static_argnums),
         static_argnames=static_argnames,
-        donate_argnums=donate_argnums,
+        donate_argnums=_jit_module.flax_argnums_to_call(donate_argnums),
         device=device,
         backend=backend,
     )

@@ -154,34 +154,44 @@ def custom_vjp(
         _pack.drop_kwargs('custom_vjp', kwargs)
         state = _pack.ScopeTree(scope)
         diff_vars, other_vars = _split(state, grad_vars)
+
+        def run(f, diff_vars, args):
+            tree, scopes = state.inner([{**d, **o} for d, o in zip(diff_vars, other_vars)])
+            return f(tree, *args), _pack.mutated_per_scope(scopes)
+
         if any(
             s.is_mutable_collection(c)
             for s, d in zip(state.scopes, diff_vars)
             for c in _finite(grad_vars, d)
         ):
-            return fn(scope, *args)
-
-        def run(f, diff_vars, args):
-            tree, _ = state.inner([{**d, **o} for d, o in zip(diff_vars, other_vars)])
-            return f(tree, *args)
+            # While the grad vars are made, fn runs as is (through inner scopes, so
+            # what it makes comes back in Flax's order).
+            y, mutated = run(fn, diff_vars, args)
+            state.write_back(mutated)
+            return y
 
         # As in Flax, positions count the scope (or module) as argument 0.
         nondiff = tuple(nondiff_argnums)
 
+        # The collections the call changes (intermediates, batch statistics) are an
+        # output too, as in Flax; their cotangents are dropped.
         @functools.partial(jax.custom_vjp, nondiff_argnums=nondiff)
         def f(diff_vars, *args):
             return run(fn, diff_vars, args)
 
         def f_fwd(diff_vars, *args):
-            return run(forward_fn, diff_vars, args)
+            (y, residuals), mutated = run(forward_fn, diff_vars, args)
+            return (y, mutated), residuals
 
         def f_bwd(*rest):
-            *nondiff_args, residuals, y_t = rest
+            *nondiff_args, residuals, (y_t, _) = rest
             var_grads, *input_grads = backward_fn(*nondiff_args, residuals, y_t)
             return (state.flatten_like(var_grads), *input_grads)
 
         f.defvjp(f_fwd, f_bwd)
-        return f(diff_vars, *args)
+        y, mutated = f(diff_vars, *args)
+        state.write_back(mutated)
+        return y
 
     return wrapper
 

@@ -188,6 +188,7 @@ class _ScopeJit:
         'fn',
         'static_argnums',
         'static_argnames',
+        'donate_argnums',
         'module_key',
         'compiled',
         'counters_after',
@@ -208,10 +209,12 @@ class _ScopeJit:
         self.fn = fn
         self.static_argnums = static_argnums
         self.static_argnames = static_argnames
+        self.donate_argnums = frozenset(donate_argnums)
         self.module_key = module_key
         self.counters_after: dict[_Static, dict] = {}
         self.needed: dict[_Static, tuple] = {}
-        # Donated positions count the caller's arguments; they live inside `dynamic`.
+        # Donated arguments (counted as the caller passes them) travel apart from the
+        # others, as argument 5, so JAX donates exactly them.
         run = self.run
         if name is not None:
 
@@ -222,12 +225,12 @@ class _ScopeJit:
         self.compiled = jax.jit(
             run,
             static_argnums=(0,),
-            donate_argnums=(4,) if donate_argnums else (),
+            donate_argnums=(5,) if donate_argnums else (),
             device=device,
             backend=backend,
         )
 
-    def run(self, static: _Static, variables, keys, hashes, dynamic, dyn_kwargs):
+    def run(self, static: _Static, variables, keys, hashes, dynamic, donated, dyn_kwargs):
         """The traced function: ``fn`` on detached scopes whose streams hash through a table.
 
         A discovering trace (no index yet) records the path hashes it needs in the
@@ -237,6 +240,8 @@ class _ScopeJit:
         counters = _pack.copy_counters(p['counters'])
         table = _HashTable(p['index'], hashes)
         inner = _inner_scopes(p, variables, keys, counters, table)
+        if donated:
+            dynamic = _merge_donated(dynamic, donated, p['donated'])
         args = merge_static(dynamic, p['static_args'])
         arg = inner if p['multi'] else inner[0]
         y = self.fn(p['extra'], arg, *args, **dyn_kwargs, **p['static_kwargs'])
@@ -272,15 +277,20 @@ class _ScopeJit:
             if self.static_argnames
             else {}
         )
+        donated_at: tuple = ()
+        donated: tuple = ()
+        if self.donate_argnums:
+            dynamic, donated, donated_at = _split_donated(dynamic, static_args, self.donate_argnums)
         wrappers = active_wrappers()
         extra_key, extra_obj = (
             self.module_key(extra, bool(wrappers)) if self.module_key is not None else (None, extra)
         )
         payload = _payload(extra_obj, multi, scopes, static_args, static_kwargs)
+        payload['donated'] = donated_at
         static = _cache_key(extra_key, payload, scopes, keys, wrappers)
         try:
             y, mutated = self._call_learning_hashes(
-                static, payload, scopes, templates, variables, keys, dynamic, kwargs
+                static, payload, scopes, templates, variables, keys, (dynamic, donated), kwargs
             )
         finally:
             static.payload = None
@@ -319,7 +329,7 @@ class _ScopeJit:
             payload['index'] = None
             jax.eval_shape(
                 lambda v, k, d, kw: self.run(
-                    _Static(('discover',) + static.key, payload), v, k, None, d, kw
+                    _Static(('discover',) + static.key, payload), v, k, None, *d, kw
                 ),
                 variables,
                 keys,
@@ -342,7 +352,7 @@ class _ScopeJit:
         # No path hashes needed (apply, usually): no argument for them, so the
         # call's equation has no constant input to trace, differentiate and lower.
         hashes = _path_hashes(seen, templates) if seen else None
-        return self.compiled(static, variables, keys, hashes, dynamic, kwargs)
+        return self.compiled(static, variables, keys, hashes, *dynamic, kwargs)
 
 
 # Numbers the calls that cannot share a compiled function key on.
@@ -350,6 +360,32 @@ _CALLS = itertools.count()
 
 # (seen, index) of a function that draws no random numbers.
 _NO_HASHES: tuple = ((), {})
+
+
+def _split_donated(dynamic: tuple, static_args: dict, donate: frozenset) -> tuple:
+    """``(kept, donated, positions)``: the traced arguments apart from the donated ones
+    (``donate`` counts the caller's arguments, static ones included), and where each
+    donated one sits among the traced arguments."""
+    kept, donated, at = [], [], []
+    position = 0
+    for i in range(len(dynamic) + len(static_args)):
+        if i in static_args:
+            continue
+        arg = dynamic[position]
+        if i in donate:
+            donated.append(arg)
+            at.append(position)
+        else:
+            kept.append(arg)
+        position += 1
+    return tuple(kept), tuple(donated), tuple(at)
+
+
+def _merge_donated(kept: tuple, donated: tuple, at: tuple) -> tuple:
+    out = list(kept)
+    for position, arg in zip(at, donated):
+        out.insert(position, arg)
+    return tuple(out)
 
 
 def _inner_scopes(p: dict, variables, keys, counters, table: _HashTable) -> tuple:
@@ -432,9 +468,27 @@ def _cache_key(extra_key, payload: dict, scopes: tuple, keys: tuple, wrappers) -
     try:
         return _Static(base, payload)  # hashes the key once, for every lookup of this call
     except TypeError:
-        # Unhashable module fields or static arguments: trace every call (a number
-        # never given out again, unlike an id, which a later payload may reuse).
+        # As in Flax (JAX's jit), a static argument must hash.
+        _check_static_hashable(payload['static_args'], payload['static_kwargs'])
+        # Unhashable module fields: trace every call (a number never given out
+        # again, unlike an id, which a later payload may reuse).
         return _Static(('unhashable', next(_CALLS)), payload)
+
+
+def _check_static_hashable(static_args: dict, static_kwargs: dict) -> None:
+    """Raise JAX's ``ValueError`` (its text first) for a static argument that cannot
+    be hashed (lists and dicts are hashed by their contents, as before)."""
+    for value in (*static_args.values(), *static_kwargs.values()):
+        try:
+            hash(_hashable(value))
+        except TypeError as e:
+            raise TransformArgumentError(
+                'Non-hashable static arguments are not supported. An error occurred while '
+                f'trying to hash an object of type {type(value)}, {value}. The error was:\n'
+                f'TypeError: {e}\n(nn.jit: an argument named in static_argnums or '
+                "static_argnames is part of the compiled function's key; pass arrays as "
+                'traced arguments, not static ones.)'
+            ) from None
 
 
 def _path_hashes(seen: tuple, templates: list) -> Any:

@@ -34,6 +34,15 @@ from linen.transforms._module_lift import (
 )
 
 
+def flax_argnums_to_call(argnums: int | Sequence[int]) -> tuple[int, ...]:
+    """``nn.jit``'s Flax-counted indices (the module is 0) as indices of the call's
+    arguments. Flax keeps only the positive ones: 0 (the module) and negative
+    indices mark nothing there, and so here."""
+    if isinstance(argnums, int):
+        argnums = (argnums,)
+    return tuple(i - 1 for i in argnums if i > 0)
+
+
 def jit_class(target: type, methods: Sequence[str] | None, options: dict) -> type:
     """``Jit<Target>``, whose ``methods`` (default ``__call__``) are compiled; cached."""
     if not (isinstance(target, type) and issubclass(target, Module)):

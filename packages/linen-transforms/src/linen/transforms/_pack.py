@@ -132,7 +132,14 @@ def inner_mutated(inner: Scope, filters: Sequence[Filter]) -> tuple[dict[str, An
 
 
 def write_back(outer: Scope, groups: Sequence[dict[str, Any]]) -> None:
-    """Replace the outer scope's mutable subtrees with the transform's results."""
+    """Replace the outer scope's mutable subtrees with the transform's results.
+
+    As in Flax, a variable the outer scope holds keeps its place, and the ones the
+    transform made are added in pytree order (sorted keys), as a trip through a JAX
+    transform leaves them: Flax's lifted transforms all add them so, even those
+    that make no JAX transform (``map_variables``, ``fold_rngs``) and ``scan``'s
+    broadcast collections, made before its loop.
+    """
     for group in groups:
         for col, tree in group.items():
             if not outer.is_mutable_collection(col):
@@ -143,7 +150,8 @@ def write_back(outer: Scope, groups: Sequence[dict[str, Any]]) -> None:
 
 
 def _replace_in_place(old: dict, new: Any) -> None:
-    """Make ``old`` hold ``new``, keeping ``old``'s nested dicts (their identity).
+    """Make ``old`` hold ``new``, keeping ``old``'s nested dicts (their identity) and
+    the order of its keys; keys new to ``old`` follow in pytree order.
 
     Child scopes cache their collection dicts: a submodule that ran before the
     transform (or is lifted next to its parent as a Module argument) must see, and
@@ -153,12 +161,38 @@ def _replace_in_place(old: dict, new: Any) -> None:
         return
     for k in [k for k in old if k not in new]:
         del old[k]
+    added = []
     for k, v in new.items():
-        current = old.get(k)
+        if k not in old:
+            added.append(k)
+            continue
+        current = old[k]
         if type(current) is dict and type(v) is dict:
             _replace_in_place(current, v)
         else:
             old[k] = v
+    for k in _pytree_order(added):
+        old[k] = in_pytree_order(new[k])
+
+
+def _pytree_order(keys: list) -> list:
+    try:
+        return sorted(keys)
+    except TypeError:  # keys of mixed types: JAX would refuse to flatten them anyway
+        return keys
+
+
+def in_pytree_order(tree: Any) -> Any:
+    """``tree`` with the keys of its (nested) dicts sorted, as a JAX pytree round trip
+    leaves them; dicts already in order are returned as they are."""
+    if type(tree) is not dict:
+        return tree
+    keys = list(tree)
+    order = _pytree_order(keys)
+    items = [(k, in_pytree_order(tree[k])) for k in order]
+    if order == keys and all(v is tree[k] for k, v in items):
+        return tree
+    return dict(items)
 
 
 def rng_keys(scope: Scope) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -9,7 +9,11 @@ from typing import Any
 import jax
 
 from linen.transforms import _pack
-from linen.transforms.errors import TransformArgumentError
+from linen.transforms.errors import (
+    RematConcreteArgumentError,
+    RematStaticArgnumsError,
+    TransformArgumentError,
+)
 
 
 def split_static(args: tuple, static_argnums: Sequence[int]) -> tuple[tuple, dict[int, Any]]:
@@ -27,39 +31,64 @@ def merge_static(dynamic: tuple, static: dict[int, Any]) -> tuple:
     return tuple(out)
 
 
-def flax_argnums_to_call(static_argnums: int | Sequence[int]) -> tuple[int, ...]:
-    """``nn.remat``'s Flax-counted ``static_argnums`` (``self`` is 0) as call indices.
-
-    Flax leaves negative indices undefined; here they count from the last argument.
-    """
+def flax_argnums(static_argnums: int | Sequence[int]) -> tuple[int, ...]:
+    """``nn.remat``'s ``static_argnums`` as a tuple, still counted as Flax counts them
+    (``self`` is 0); :func:`resolve_flax_argnums` places them on a call."""
     if isinstance(static_argnums, int):
-        static_argnums = (static_argnums,)
+        return (static_argnums,)
+    return tuple(static_argnums)
+
+
+def resolve_flax_argnums(flax_argnums: tuple[int, ...], n_args: int) -> tuple[int, ...]:
+    """Flax-counted ``static_argnums`` as indices of a call passing ``n_args`` positionally.
+
+    Flax hands them to ``jax.checkpoint`` shifted by one, over its two own arguments
+    and the call's: ``i`` is position ``i + 1`` of ``n_args + 2``. So ``i > 0`` is
+    argument ``i - 1`` of the call, ``-2`` its last, ``-3`` the one before; ``0``,
+    ``-1``, ``-n_args - 2`` and ``-n_args - 3`` land on Flax's own two arguments and
+    mark nothing. A position outside that range raises JAX's ``ValueError`` there,
+    with JAX's text (an argument passed by keyword has no position: the call is
+    shorter, as in Flax); so does it here, at the call, with a hint after it.
+    """
+    n_jax = n_args + 2
     out = []
-    for i in static_argnums:
-        if i == 0:
-            raise TransformArgumentError(
-                'nn.remat(static_argnums=(0, ...)): argument 0 is `self`, which is always '
-                'static. Flax counts `self` as 0, so `__call__(self, x, train)` marks `train` '
-                'with static_argnums=(2,) (or static_call_argnums=(1,)).'
-            )
-        out.append(i - 1 if i > 0 else i)
+    for i in flax_argnums:
+        position = i + 1
+        if not -n_jax <= position < n_jax:
+            got = tuple(j + 1 for j in flax_argnums)
+            raise RematStaticArgnumsError(_jax_argnums_message(got, n_jax), flax_argnums, n_args)
+        call_index = position - 2 if position >= 0 else n_args + position
+        if 0 <= call_index < n_args:
+            out.append(call_index)
     return tuple(out)
+
+
+def _jax_argnums_message(static_argnums: tuple[int, ...], n_args: int) -> str:
+    """What ``jax.checkpoint`` says of ``static_argnums`` past ``n_args`` arguments: its
+    text differs between JAX versions (and by the sign of the index), so JAX is asked."""
+    try:
+        jax.checkpoint(lambda *args: 0, static_argnums=static_argnums)(*[None] * n_args)
+    except ValueError as error:
+        return str(error)
+    return (  # this JAX accepts them: say it in the words of the supported versions
+        'the `static_argnums` argument to `jax.checkpoint` / `jax.remat` can only take '
+        'integer values greater than or equal to `-len(args)` and less than `len(args)`, '
+        f'but got {static_argnums}, while `len(args)` = {n_args}'
+    )
 
 
 def check_concrete(concrete: bool) -> None:
     """``concrete=True`` is refused where the transform is declared, not at first call."""
     if concrete:
-        raise TransformArgumentError(
-            'remat(concrete=True) is not supported: JAX removed concrete checkpointing. '
-            'Mark the Python-control-flow arguments static with `static_argnums=` instead.'
-        )
+        raise RematConcreteArgumentError()
 
 
 def check_static_argnums(call_argnums: Sequence[int], method: Callable) -> None:
     """Refuse, where the transform is declared, an index past the method's arguments.
 
-    ``call_argnums`` count the arguments as the caller writes them (``self``
-    excluded: ``static_argnums`` already converted, or ``static_call_argnums``). A
+    ``call_argnums`` are ``static_call_argnums``, counted as the caller writes the
+    call (``self`` excluded); Flax-counted ``static_argnums`` are checked at the call,
+    as Flax's are (:func:`resolve_flax_argnums`). A
     method taking ``*args`` accepts any index; an index of an argument the caller
     leaves at its default is allowed (that argument is simply not static then).
     """
@@ -75,12 +104,12 @@ def check_static_argnums(call_argnums: Sequence[int], method: Callable) -> None:
     if bad:
         name = getattr(method, '__qualname__', getattr(method, '__name__', repr(method)))
         raise TransformArgumentError(
-            f'nn.remat: static argument {bad[0]} (counted as the caller writes the call, '
+            f'nn.remat: static_call_argnums {bad[0]} (counted as the caller writes the call, '
             f'`self` excluded) is past the arguments of {name}({", ".join(positional)}), '
             f'which takes {n} positional argument(s) after self: call indices must lie in '
-            f'range({-n}, {n}). static_argnums count `self` as 0 as in Flax (for '
-            '`__call__(self, x, train)`, `train` is 2); static_call_argnums count as the '
-            'caller writes `module(x, train)` (`train` is 1).'
+            f'range({-n}, {n}). static_call_argnums count as the caller writes '
+            '`module(x, train)` (`train` is 1); static_argnums count `self` as 0 as in Flax '
+            '(for `__call__(self, x, train)`, `train` is 2).'
         )
 
 
@@ -90,11 +119,15 @@ def checkpoint_over_scopes(
     static_argnums: int | Sequence[int] = (),
     policy: Callable | None = None,
     concrete: bool = False,
+    *,
+    flax_static_argnums: tuple[int, ...] = (),
 ) -> Callable:
     """``jax.checkpoint`` of ``fn(scope, *args)``: activations are recomputed on the backward pass.
 
     ``static_argnums`` index the arguments after the scope (as a module's caller
-    sees them: ``module(x, train)`` -> ``train`` is 1).
+    sees them: ``module(x, train)`` -> ``train`` is 1). ``flax_static_argnums``
+    count as ``nn.remat``'s (``self`` is 0) and are placed on each call
+    (:func:`resolve_flax_argnums`).
     """
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
@@ -107,7 +140,10 @@ def checkpoint_over_scopes(
         variables = tuple(_pack.gather_variables(s) for s in scopes)
         keys_paths = [_pack.rng_keys(s) for s in scopes]
         keys = tuple(k for k, _ in keys_paths)
-        dynamic, static = split_static(args, static_argnums)
+        argnums = static_argnums
+        if flax_static_argnums:
+            argnums = (*argnums, *resolve_flax_argnums(flax_static_argnums, len(args)))
+        dynamic, static = split_static(args, argnums)
 
         def inner(variables, keys, dynamic):
             inner_scopes = tuple(

@@ -69,21 +69,40 @@ def _per_arg(spec: Any, n: int) -> tuple:
     return (spec,) * n
 
 
-def _scan_length(xs: tuple, axes: tuple, length: int | None) -> int:
-    found = {}
-    for i, (x, ax) in enumerate(zip(xs, axes)):
-        if ax is broadcast:
-            continue
-        for leaf in jax.tree_util.tree_leaves(x):
-            found[f'argument {i}'] = jnp.shape(leaf)[ax]
-    sizes = set(found.values())
+def _scanned_sizes(xs: tuple, axes: tuple) -> list[int]:
+    """The length of each scanned leaf of the arguments along its axis, in pytree order."""
+    return [
+        jnp.shape(leaf)[ax]
+        for x, ax in zip(xs, axes)
+        if ax is not broadcast
+        for leaf in jax.tree_util.tree_leaves(x)
+    ]
+
+
+def _scan_length(sizes: list[int], length: int | None) -> int:
+    """The number of steps: ``length``, or else the first scanned leaf's (as Flax)."""
     if length is not None:
-        sizes.add(length)
-    if len(sizes) > 1:
-        raise ScanLengthError(f'lengths differ: {found}' + (f', length={length}' if length else ''))
+        return length
     if not sizes:
-        raise ScanLengthError('nothing to scan over and no `length`')
-    return sizes.pop()
+        raise ScanLengthError('length should be specified manually.')
+    return sizes[0]
+
+
+def _length_error(length: int | None, ins: _Inputs, n: int, sizes: list[int]) -> ScanLengthError:
+    """JAX's ``lax.scan`` text over what Flax scans: the scanned variable collections,
+    the split rng keys (``n`` each), then the arguments."""
+    everything = [jnp.shape(leaf)[0] for leaf in jax.tree_util.tree_leaves(ins.axis_vars)]
+    everything += [n] * sum(len(sp) for sp in ins.split)
+    everything += sizes
+    if length is not None:
+        return ScanLengthError(
+            f'scan got `length` argument of {length} which disagrees with leading axis '
+            f'sizes {everything}.'
+        )
+    return ScanLengthError(
+        'scan got values with different leading axis sizes: '
+        f'{", ".join(str(s) for s in everything)}.'
+    )
 
 
 def scan(
@@ -195,8 +214,11 @@ class _Scan:
         multi = isinstance(scope_or_scopes, (tuple, list))
         scopes = tuple(scope_or_scopes) if multi else (scope_or_scopes,)
         in_spec = _per_arg(self.in_axes, len(xs))
-        n = _scan_length(xs, in_spec, self.length)
+        sizes = _scanned_sizes(xs, in_spec)
+        n = _scan_length(sizes, self.length)
         ins = self._split_scopes(scopes)
+        if any(s != n for s in sizes):
+            raise _length_error(self.length, ins, n, sizes)
         mutable = [self._inner_mutable(s.mutable) for s in scopes]
         run_step = _step_runner(self.fn, scope_or_scopes, multi, scopes, ins, mutable, kwargs)
         self._run_first_step(run_step, scopes, ins, carry, xs, in_spec)
@@ -300,7 +322,9 @@ class _Scan:
             self._body(run_step, ins, bcast_xs),
             (ins.carry_vars, carry),
             (ins.axis_vars, step_keys, scanned_xs),
-            length=n,
+            # As in Flax, a length is passed only if given: JAX then reports scanned
+            # variables that disagree with the arguments in Flax's words.
+            length=self.length,
             reverse=self.reverse,
             unroll=self.unroll,
         )

@@ -28,21 +28,33 @@ def _check_mapped_axes(groups, axes, scope: Scope) -> None:
                     raise VmapVariableAxisError(collection, name, shape, axis, scope.path_text)
 
 
-def _infer_axis_size(args: tuple, in_axes: Any) -> int | None:
-    axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
-    for arg, axis in zip(args, axes):
-        if axis is None:
-            continue
-        leaves = jax.tree_util.tree_leaves(arg)
-        if not leaves:
-            continue
-        if isinstance(axis, int):
-            return jax.numpy.shape(leaves[0])[axis]
-        # a pytree of axes
-        for leaf, ax in zip(leaves, jax.tree_util.tree_leaves(axis)):
-            if ax is not None:
-                return jax.numpy.shape(leaf)[ax]
-    return None
+def _first_leaf_size(tree: Any, axis: int, sizes: set) -> None:
+    leaves = jax.tree_util.tree_leaves(tree)
+    if leaves:
+        shape = jax.numpy.shape(leaves[0])
+        if -len(shape) <= axis < len(shape):  # else JAX's vmap says what is wrong
+            sizes.add(shape[axis])
+
+
+def _is_none(x: Any) -> bool:
+    return x is None
+
+
+def _mapped_sizes(groups_per_scope: list, group_axes: tuple, args: tuple, in_axes: Any) -> set:
+    """The sizes Flax reads the axis size from: the first leaf of each mapped variable
+    group, then of each argument subtree an entry of ``in_axes`` maps."""
+    sizes: set = set()
+    for groups in groups_per_scope:
+        for group, axis in zip(groups, group_axes):
+            if axis is not None:
+                _first_leaf_size(group, axis, sizes)
+    jax.tree_util.tree_map(
+        lambda axis, sub: None if axis is None else _first_leaf_size(sub, axis, sizes),
+        in_axes,
+        args,
+        is_leaf=_is_none,
+    )
+    return sizes
 
 
 def vmap(
@@ -108,10 +120,12 @@ def vmap(
             all_bcast.append({k: v for k, v in keys.items() if k not in all_split[-1]})
             all_paths.append(paths)
         size = axis_size
-        if any(all_split) and size is None:
-            size = _infer_axis_size(args, in_axes)
-            if size is None:
-                raise TransformAxisSizeError('vmap')
+        if size is None:
+            # As Flax, before JAX's vmap: the split rng keys need the size.
+            sizes = _mapped_sizes(all_groups, in_axes_of_groups, args, in_axes)
+            if len(sizes) != 1:
+                raise TransformAxisSizeError('vmap', sizes if sizes else None)
+            (size,) = sizes
         all_split = [{k: jax.random.split(v, size) for k, v in sp.items()} for sp in all_split]
 
         def inner(groups_per_scope, split_per_scope, args):
@@ -139,7 +153,7 @@ def vmap(
             inner,
             in_axes=((in_axes_of_groups,) * len(scopes), 0, in_axes),
             out_axes=(out_axes, (var_axes,) * len(scopes)),
-            axis_size=size,
+            axis_size=axis_size,  # the caller's: JAX's errors then read as under Flax
             axis_name=axis_name,
             spmd_axis_name=spmd_axis_name,
         )(tuple(all_groups), tuple(all_split), args)

@@ -11,12 +11,18 @@ __all__ = [
     'ScanCarryCreationError',
     'ScanBroadcastAxisError',
     'TransformArgumentError',
+    'RematConcreteArgumentError',
+    'RematStaticArgnumsError',
     'VmapVariableAxisError',
 ]
 
 
 class TransformAxisSizeError(LinenError, ValueError):
-    """A mapped transform cannot tell its axis size (needed to split rng streams).
+    """A mapped transform cannot tell its axis size, or its inputs disagree on it.
+
+    With no ``axis_size``, ``vmap`` reads the size from the first leaf of each
+    mapped argument and mapped variable collection: none (nothing mapped) or
+    several different sizes stop it, with Flax's text, before JAX's ``vmap`` runs.
 
     >>> VmapDense = nn.vmap(
     ...     nn.Dense, in_axes=None, variable_axes={'params': 0}, split_rngs={'params': True}
@@ -24,22 +30,36 @@ class TransformAxisSizeError(LinenError, ValueError):
     >>> VmapDense(3).init(jax.random.key(0), jnp.ones((2,)))
     Traceback (most recent call last):
     ...
-    TransformAxisSizeError: ...
+    TransformAxisSizeError: axis_size should be specified manually. ...
     """
 
-    def __init__(self, transform: str):
-        super().__init__(
-            f'{transform} cannot infer the axis size: no argument is mapped, yet rng streams '
-            f'must be split per slice. Pass `axis_size=` to nn.{transform}.'
-        )
+    def __init__(self, transform: str, sizes: set | None = None):
+        if sizes:
+            first = f'Inconsistent batch axis sizes: {sizes}'
+            hint = (
+                f'{transform}: the mapped arguments and the mapped variable collections '
+                'must have one size along their mapped axes.'
+            )
+        else:
+            first = 'axis_size should be specified manually.'
+            hint = (
+                f'{transform} cannot infer the axis size: no argument or variable '
+                f'collection is mapped. Pass `axis_size=` to nn.{transform}.'
+            )
+        super().__init__(f'{first} ({hint})' if sizes else f'{first} {hint}')
 
 
 class ScanLengthError(LinenError, ValueError):
-    """``scan`` got inputs whose scanned axes differ in length, or no length at all."""
+    """``scan`` got inputs whose scanned axes differ in length, or no length at all.
 
-    def __init__(self, detail: str):
+    The message starts with Flax's (JAX's ``lax.scan`` text for lengths that
+    disagree, the scanned variable collections and split rng keys counted as
+    Flax counts them), then says how to fix it.
+    """
+
+    def __init__(self, message: str):
         super().__init__(
-            f'scan: {detail}. Every scanned input must have the same length along its '
+            f'{message} nn.scan: every scanned input must have the same length along its '
             '`in_axes` axis; pass `length=` when nothing is scanned.'
         )
 
@@ -120,6 +140,56 @@ class TransformArgumentError(LinenError, ValueError):
         super().__init__(msg)
 
 
+class RematConcreteArgumentError(TransformArgumentError, NotImplementedError):
+    """``nn.remat(..., concrete=True)``: JAX removed concrete checkpointing.
+
+    Flax raises ``NotImplementedError`` with the same first sentences; this error is
+    one (and a ``TransformArgumentError``, as linen raised before).
+
+    >>> nn.remat(nn.Dense, concrete=True)
+    Traceback (most recent call last):
+    ...
+    RematConcreteArgumentError: The concrete argument is deprecated. Use static_argnums instead. ...
+    """
+
+    def __init__(self):
+        super().__init__(
+            'The concrete argument is deprecated. Use static_argnums instead. '
+            '(linen: remat(concrete=True) is not supported, JAX removed concrete '
+            'checkpointing; mark the Python-control-flow arguments static with '
+            '`static_argnums=`.)'
+        )
+
+
+class RematStaticArgnumsError(TransformArgumentError):
+    """``nn.remat``'s ``static_argnums`` name an argument the call does not pass positionally.
+
+    As in Flax, the indices are placed on each call (``self`` is 0) and handed to
+    ``jax.checkpoint`` shifted by one, after two arguments of Flax's own, so the message
+    starts with JAX's text (that of the JAX in use) and Flax's numbers; an argument
+    passed by keyword has no position.
+
+    >>> class Block(nn.Module):
+    ...     @nn.compact
+    ...     def __call__(self, x, train):
+    ...         return nn.Dense(2)(x) * (2.0 if train else 1.0)
+    >>> nn.remat(Block, static_argnums=(2,))().init(jax.random.key(0), jnp.ones((1, 2)), train=True)
+    Traceback (most recent call last):
+    ...
+    RematStaticArgnumsError: ...
+    """
+
+    def __init__(self, jax_message: str, static_argnums: tuple, n_args: int):
+        super().__init__(
+            f'{jax_message.rstrip(".")}. (nn.remat: static_argnums={static_argnums} count '
+            '`self` as 0, as in Flax, which hands them to jax.checkpoint shifted by one, '
+            f'after two arguments of its own; this call passes {n_args} argument(s) '
+            'positionally. Pass a static argument positionally, not by keyword: for '
+            '`__call__(self, x, train)` called as `module(x, train)`, `train` is '
+            'static_argnums=(2,).)'
+        )
+
+
 class VmapVariableAxisError(LinenError, IndexError, ValueError):
     """``nn.vmap`` maps a collection along an axis one of its variables does not have.
 
@@ -146,6 +216,8 @@ for _cls in (
     ScanCarryCreationError,
     ScanBroadcastAxisError,
     TransformArgumentError,
+    RematConcreteArgumentError,
+    RematStaticArgnumsError,
     VmapVariableAxisError,
 ):
     _cls.__module__ = __name__

@@ -1,0 +1,511 @@
+"""Flax as oracle at the edges of the lifted transforms' arguments and results.
+
+Each case runs the same program on Flax and on linen: both succeed with the same
+variables (the same key order, the same bytes under Flax's serializer), or both
+raise, linen's error an instance of Flax's class whose message starts with the
+message Flax gives at run time (its documentation link left out).
+
+- ``nn.jit``'s ``static_argnums``/``donate_argnums`` count the module as 0, for a
+  Module class, its ``methods=`` and a function of a module; 0, negative and
+  unpassed indices mark nothing; donation is per argument. linen's ``nn.jit``
+  keeps the parameters of the model without it (Flax's does not: documented), so
+  its values are compared with Flax's model without ``nn.jit``.
+- ``nn.remat``'s ``static_argnums`` are placed on each call as Flax places them
+  (an argument passed by keyword has no position); ``concrete=True`` is Flax's
+  ``NotImplementedError``.
+- ``nn.scan`` and ``nn.vmap`` that cannot tell (or disagree on) their length or
+  axis size say so in Flax's words.
+- The variables a lifted transform makes come out in pytree order (sorted keys),
+  the variables that existed keep their place, as Flax's lifting leaves them;
+  ``nn.custom_vjp`` hands back the collections its call changes.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+pytest.importorskip('flax')
+pytestmark = pytest.mark.flax
+
+import flax.linen as flax_nn  # noqa: E402
+from flax import serialization  # noqa: E402
+
+import linen.nn as linen_nn  # noqa: E402
+
+LIBS = {'flax': flax_nn, 'linen': linen_nn}
+X = jnp.ones((3, 4))
+RNGS = {'params': jax.random.key(0), 'dropout': jax.random.key(1)}
+
+
+def _outcome(run):
+    """``('ok', result)`` or ``('raised', error)``, warnings raised as errors."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('error')
+            return 'ok', run()
+    except Exception as error:
+        return 'raised', error
+
+
+def _flax_head(message: str) -> str:
+    """The first line of Flax's message, up to the link to its documentation (linen
+    puts a hint there)."""
+    message = message.splitlines()[0]
+    for marker in (' for more information', ' (https://'):
+        message = message.split(marker)[0]
+    return message.rstrip()
+
+
+def _assert_same_error(flax_error: Exception, linen_error: Exception) -> None:
+    assert isinstance(linen_error, type(flax_error)), (flax_error, linen_error)
+    assert str(linen_error).startswith(_flax_head(str(flax_error))), (
+        str(flax_error),
+        str(linen_error),
+    )
+
+
+def _plain(tree):
+    if isinstance(tree, Mapping):
+        return {k: _plain(v) for k, v in tree.items()}
+    return np.asarray(tree)
+
+
+def _key_order(tree):
+    if not isinstance(tree, Mapping):
+        return None
+    return [(k, _key_order(v)) for k, v in tree.items()]
+
+
+def _assert_same_variables(flax_vars, linen_vars, values: bool = True) -> None:
+    """Same keys in the same order at every level, and (``values``) the same bytes."""
+    flax_vars, linen_vars = _plain(flax_vars), _plain(linen_vars)
+    assert _key_order(linen_vars) == _key_order(flax_vars)
+    if values:
+        assert serialization.to_bytes(linen_vars) == serialization.to_bytes(flax_vars)
+    else:
+        shapes = functools.partial(jax.tree_util.tree_map, np.shape)
+        assert shapes(linen_vars) == shapes(flax_vars)
+
+
+def _in_pytree_order(tree):
+    if isinstance(tree, Mapping):
+        return {k: _in_pytree_order(tree[k]) for k in sorted(tree)}
+    return tree
+
+
+def _assert_same_values(expected, actual) -> None:
+    """Same variables and bytes, whatever the order of the keys."""
+    _assert_same_variables(_in_pytree_order(_plain(expected)), _in_pytree_order(_plain(actual)))
+
+
+def _assert_same_outcome(flax_outcome, linen_outcome, compare) -> None:
+    (flax_kind, flax_value), (linen_kind, linen_value) = flax_outcome, linen_outcome
+    if flax_kind == 'raised':
+        assert linen_kind == 'raised', f'Flax raised {flax_value!r}; linen ran'
+        _assert_same_error(flax_value, linen_value)
+    else:
+        assert linen_kind == 'ok', f'Flax ran; linen raised {linen_value!r}'
+        compare(flax_value, linen_value)
+
+
+# ------------------------------------------------------------------- nn.jit
+
+
+def _flagged(nn):
+    class Flagged(nn.Module):
+        @nn.compact
+        def __call__(self, x, training: bool):
+            x = nn.Dense(4)(x)
+            return nn.Dropout(rate=0.5, deterministic=not training)(x)
+
+        @nn.compact
+        def foo(self, x, training: bool):
+            return self.__call__(x, training)
+
+    return Flagged
+
+
+@pytest.mark.parametrize(
+    ('static_argnums', 'method'),
+    [(1, None), (2, None), ((2,), None), (-1, None), ((0, 2), None), ((2, 5), None)]
+    + [(1, 'foo'), (2, 'foo'), (-1, 'foo')],
+)
+def test_jit_static_argnums_count_the_module_as_argument_0(static_argnums, method):
+    def run(nn):
+        methods = [method] if method else None
+        jitted = nn.jit(_flagged(nn), static_argnums=static_argnums, methods=methods)
+        return jitted().init(RNGS, X, True, method=method)
+
+    plain = _flagged(flax_nn)().init(RNGS, X, True)
+
+    def compare(flax_vars, linen_vars):
+        _assert_same_variables(flax_vars, linen_vars, values=False)
+        _assert_same_values(plain, linen_vars)  # linen's nn.jit keeps the parameters
+
+    _assert_same_outcome(_outcome(lambda: run(flax_nn)), _outcome(lambda: run(linen_nn)), compare)
+
+
+@pytest.mark.parametrize('static_argnums', [2, 3, (2, 3)])
+def test_jit_of_a_function_counts_the_module_as_argument_0(static_argnums):
+    # Flax's jit of a function refuses the function's last two arguments (its own
+    # argument count); the cases here are those it runs.
+    def run(nn):
+        static = []
+
+        def fn(mdl, x, a, b, c, d):
+            static.extend(i + 2 for i, f in enumerate((a, b, c, d)) if isinstance(f, bool))
+            return nn.Dense(2)(x)
+
+        class Outer(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                return nn.jit(fn, static_argnums=static_argnums)(self, x, True, True, True, True)
+
+        Outer().init(RNGS, X)
+        return sorted(set(static))
+
+    assert run(linen_nn) == run(flax_nn)
+
+
+def _sum(nn):
+    class Sum(nn.Module):
+        @nn.compact
+        def __call__(self, x, y):
+            return nn.Dense(4)(x) + y
+
+    return Sum
+
+
+@pytest.mark.parametrize('init', [True, False], ids=['init', 'apply'])
+@pytest.mark.parametrize('donate_argnums', [0, 1, 2, -1, 3, (0, 1)])
+def test_jit_donate_argnums_count_the_module_as_argument_0(donate_argnums, init):
+    def run(nn):
+        x, y = jnp.ones((3, 4)), jnp.full((3, 4), 2.0)
+        module = nn.jit(_sum(nn), donate_argnums=donate_argnums)()
+        if init:
+            module.init(RNGS, x, y)
+        else:
+            module.apply(_sum(flax_nn)().init(RNGS, X, X), x, y)
+        return x.is_deleted(), y.is_deleted()
+
+    _assert_same_outcome(
+        _outcome(lambda: run(flax_nn)), _outcome(lambda: run(linen_nn)), np.testing.assert_equal
+    )
+
+
+# ------------------------------------------------------------------ nn.remat
+
+
+def test_remat_concrete_is_flaxs_not_implemented_error():
+    def run(nn):
+        return nn.remat(nn.Dense, concrete=True)(3).init(jax.random.key(0), jnp.ones((1, 2)))
+
+    flax_outcome, linen_outcome = _outcome(lambda: run(flax_nn)), _outcome(lambda: run(linen_nn))
+    assert flax_outcome[0] == 'raised' and isinstance(flax_outcome[1], NotImplementedError)
+    _assert_same_outcome(flax_outcome, linen_outcome, None)
+
+
+def _gated(nn):
+    class Gated(nn.Module):
+        @nn.compact
+        def __call__(self, x, train):
+            x = nn.BatchNorm(use_running_average=not train)(x)
+            return nn.Dense(1)(x)
+
+    class Defaulted(nn.Module):
+        @nn.compact
+        def __call__(self, x, train, extra=None):
+            return Gated()(x, train)
+
+    return Gated, Defaulted
+
+
+def _remat_cases():
+    positional = lambda m: m.init(jax.random.key(0), X, True)
+    return {  # (static_argnums, which module, the call)
+        **{f'static_argnums={s}': (s, 0, positional) for s in [0, -1, -2, -3, -4, -5, -6, 3]},
+        'static_argnums=(2, 5)': ((2, 5), 0, positional),
+        'static_argnums=(0, 2)': ((0, 2), 0, positional),
+        'static_argnums=(0, -7)': ((0, -7), 0, positional),
+        'static argument by keyword': (
+            (2,),
+            0,
+            lambda m: m.init(jax.random.key(0), X, train=True),
+        ),
+        'every argument by keyword': (
+            (2,),
+            0,
+            lambda m: m.init(jax.random.key(0), x=X, train=True),
+        ),
+        'defaulted argument left out': ((2, 3), 1, positional),
+    }
+
+
+@pytest.mark.parametrize('case', list(_remat_cases()))
+def test_remat_static_argnums_are_placed_on_the_call_as_flax_places_them(case):
+    static_argnums, which, call = _remat_cases()[case]
+
+    def run(nn):
+        return call(nn.remat(_gated(nn)[which], static_argnums=static_argnums)())
+
+    _assert_same_outcome(
+        _outcome(lambda: run(flax_nn)), _outcome(lambda: run(linen_nn)), _assert_same_variables
+    )
+
+
+def test_remat_static_argnums_of_a_decorated_method_are_checked_at_the_call():
+    def run(nn):
+        class Bad(nn.Module):
+            @functools.partial(nn.remat, static_argnums=(3,))
+            @nn.compact
+            def __call__(self, x, train):
+                return nn.Dense(1)(x)
+
+        return Bad().init(jax.random.key(0), X, True)
+
+    _assert_same_outcome(_outcome(lambda: run(flax_nn)), _outcome(lambda: run(linen_nn)), None)
+
+
+# ------------------------------------------------------- scan / vmap sizes
+
+
+def _scan_cases(nn):
+    class Step(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            self.variable('stats', 'n', jnp.zeros, ())
+            return nn.Dense(2)(nn.Dropout(0.5, deterministic=False)(c)), None
+
+    class TwoXs(nn.Module):
+        @nn.compact
+        def __call__(self, c, x, y):
+            return nn.Dense(2)(c), None
+
+    shared = dict(variable_broadcast='params', split_rngs={'params': False})
+    stacked = dict(
+        variable_axes={'params': 0, 'stats': 0}, split_rngs={'params': True, 'dropout': True}
+    )
+    c = jnp.ones(2)
+    key = jax.random.key(0)
+    stacked_vars = nn.scan(Step, length=4, **stacked)().init(RNGS, c, jnp.ones((4, 2)))
+    dropout = {'dropout': jax.random.key(2)}
+
+    def applied(length, xs, **kw):
+        scan = nn.scan(Step, length=length, **stacked, **kw)()
+        return lambda: scan.apply(stacked_vars, c, xs, rngs=dropout)
+
+    return {
+        'length disagrees': lambda: nn.scan(TwoXs, length=4, **shared)().init(
+            key, c, jnp.ones((3, 2)), jnp.ones((3,))
+        ),
+        'nothing to scan': lambda: nn.scan(Step, **shared)().init(RNGS, c, None),
+        'arguments disagree': lambda: nn.scan(TwoXs, **shared)().init(
+            key, c, jnp.ones((3, 2)), jnp.ones((4, 2))
+        ),
+        'split rngs, length disagrees': lambda: nn.scan(Step, length=4, **stacked)().init(
+            RNGS, c, (jnp.ones((3, 2)), jnp.ones((3,)))
+        ),
+        'split rngs, arguments disagree': lambda: nn.scan(Step, **stacked)().init(
+            RNGS, c, (jnp.ones((3, 2)), jnp.ones((4,)))
+        ),
+        'stacked variables, length disagrees': applied(5, jnp.ones((4, 2))),
+        'stacked variables disagree with the arguments': applied(None, jnp.ones((3, 2))),
+        'stacked variables, arguments disagree': applied(None, (jnp.ones((3, 2)), jnp.ones((4,)))),
+        'stacked variables, nothing to scan': applied(None, None),
+        'stacked variables, in_axes=1': applied(None, jnp.ones((2, 3)), in_axes=1),
+    }
+
+
+def _vmap_cases(nn):
+    class Param(nn.Module):
+        @nn.compact
+        def __call__(self):
+            return self.param('p', nn.initializers.normal(), (2,))
+
+    class Pair(nn.Module):
+        @nn.compact
+        def __call__(self, x, y):
+            self.variable('stats', 's', jnp.zeros, (2,))
+            y = nn.Dropout(0.5, deterministic=False)(nn.Dense(2)(jnp.ones(2)))
+            return y * x['b'][..., None] + y
+
+    mapped = dict(variable_axes={'params': 0}, split_rngs={'params': True})
+    stacked = {
+        'params': {'Dense_0': {'kernel': jnp.ones((3, 2, 2)), 'bias': jnp.ones((3, 2))}},
+        'stats': {'s': jnp.ones((5, 2))},
+    }
+    both = dict(variable_axes={'stats': 0, 'params': 0}, split_rngs={'dropout': True})
+    xy = ({'a': jnp.ones(7), 'b': jnp.ones(4)}, jnp.ones(6))
+    dropout = {'dropout': jax.random.key(0)}
+    return {
+        'nothing mapped': lambda: nn.vmap(Param, in_axes=(), **mapped)().init(jax.random.key(0)),
+        'nothing mapped, no rng split': lambda: nn.vmap(
+            Param, variable_axes={'params': 0}, split_rngs={'params': False}, in_axes=()
+        )().init(jax.random.key(0)),
+        'sizes disagree': lambda: nn.vmap(Pair, **both)().apply(stacked, *xy, rngs=dropout),
+        'sizes disagree, in_axes per leaf': lambda: nn.vmap(
+            Pair, in_axes=({'a': None, 'b': 0}, 0), **both
+        )().apply(stacked, *xy, rngs=dropout),
+        'variables disagree': lambda: nn.vmap(Pair, in_axes=None, **both)().apply(
+            stacked, *xy, rngs=dropout
+        ),
+    }
+
+
+@pytest.mark.parametrize('case', list(_scan_cases(flax_nn)))
+def test_scan_length_errors_say_what_flax_says(case):
+    flax_outcome = _outcome(_scan_cases(flax_nn)[case])
+    assert flax_outcome[0] == 'raised'
+    _assert_same_outcome(flax_outcome, _outcome(_scan_cases(linen_nn)[case]), None)
+
+
+@pytest.mark.parametrize('case', list(_vmap_cases(flax_nn)))
+def test_vmap_axis_size_errors_say_what_flax_says(case):
+    flax_outcome = _outcome(_vmap_cases(flax_nn)[case])
+    assert flax_outcome[0] == 'raised'
+    _assert_same_outcome(flax_outcome, _outcome(_vmap_cases(linen_nn)[case]), None)
+
+
+# ------------------------------------------------------------- key order
+
+
+def _body(nn):
+    class Body(nn.Module):
+        """Variables made in an order that is not sorted, in three collections."""
+
+        @nn.compact
+        def __call__(self, x):
+            x = nn.Dense(3, name='zeta')(x)  # kernel before bias
+            self.sow('intermediates', 'zz', x)
+            self.sow('intermediates', 'aa', x)
+            self.variable('stats', 'z', jnp.zeros, ())
+            self.variable('stats', 'a', jnp.zeros, ())
+            return nn.Dense(3, name='alpha')(x)
+
+    return Body
+
+
+def _lifted(nn, name):
+    Body = _body(nn)
+
+    class Step(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            return Body()(c), None
+
+    def inner(mdl, x):
+        return Body(name='b')(x)
+
+    per_step = {'stats': 0, 'intermediates': 0}
+    return {
+        'plain': lambda m, x: Body()(x),
+        'scan': lambda m, x: nn.scan(
+            Step,
+            variable_broadcast='params',
+            variable_axes=per_step,
+            split_rngs={'params': False},
+            length=2,
+        )()(x, None)[0],
+        'scan, stacked': lambda m, x: nn.scan(
+            Step, variable_axes={'params': 0, **per_step}, split_rngs={'params': True}, length=2
+        )()(x, None)[0],
+        'vmap': lambda m, x: nn.vmap(
+            Body, variable_axes={'params': 0, **per_step}, split_rngs={'params': True}
+        )()(jnp.stack([x, x])).sum(0),
+        'jit': lambda m, x: nn.jit(Body)()(x),
+        'remat': lambda m, x: nn.remat(Body)()(x),
+        'remat_scan': lambda m, x: nn.remat_scan(Body, lengths=(2,))()(x),
+        'map_variables': lambda m, x: nn.map_variables(
+            Body, ['params', 'stats', 'intermediates'], init=m.is_initializing(), mutable=True
+        )()(x),
+        'map_variables of params': lambda m, x: nn.map_variables(
+            Body, 'params', init=m.is_initializing()
+        )()(x),
+        'fold_rngs': lambda m, x: nn.fold_rngs(Body)()(x),
+        'add_metadata_axis': lambda m, x: nn.add_metadata_axis(Body, variable_axes={'params': 0})()(
+            x
+        ),
+        'cond': lambda m, x: nn.cond(True, inner, inner, m, x),
+        'vjp': lambda m, x: nn.vjp(inner, m, x)[0],
+        'custom_vjp': lambda m, x: nn.custom_vjp(
+            inner, lambda mdl, x: (inner(mdl, x), None), lambda res, g: ({}, g)
+        )(m, x),
+    }[name]
+
+
+def _top(nn, name):
+    lifted = _lifted(nn, name)
+
+    class Top(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.Dense(3, name='zz_before')(x)
+            x = lifted(self, x)
+            self.sow('intermediates', 'top', x)
+            return nn.Dense(3, name='aa_after')(x)
+
+    return Top()
+
+
+def _reverse_sorted(tree):
+    """The same tree, every dict's keys in reverse-sorted order (neither library's)."""
+    if isinstance(tree, Mapping):
+        return {k: _reverse_sorted(tree[k]) for k in sorted(tree, reverse=True)}
+    return tree
+
+
+def _key_order_runs(nn, name):
+    top = _top(nn, name)
+    x = jnp.ones((2, 3))
+    variables = _plain(_top(flax_nn, name).init(RNGS, x))  # both apply Flax's variables
+    given = _reverse_sorted({c: v for c, v in variables.items() if c != 'intermediates'})
+    return {
+        'init': top.init(RNGS, x),
+        'apply, mutable stats and intermediates': top.apply(
+            given, x, mutable=['stats', 'intermediates']
+        )[1],
+        'apply, everything mutable': top.apply(given, x, mutable=True)[1],
+    }
+
+
+CHANGED = [
+    'scan',
+    'map_variables',
+    'map_variables of params',
+    'fold_rngs',
+    'add_metadata_axis',
+    'custom_vjp',
+]
+ALREADY_ORDERED = ['plain', 'scan, stacked', 'vmap', 'jit', 'remat', 'remat_scan', 'cond', 'vjp']
+
+
+@pytest.mark.parametrize('name', CHANGED)
+def test_new_variables_come_out_of_a_lifted_transform_in_flax_order(name):
+    flax_runs, linen_runs = _key_order_runs(flax_nn, name), _key_order_runs(linen_nn, name)
+    for stage, flax_vars in flax_runs.items():
+        _assert_same_variables(flax_vars, linen_runs[stage])
+
+
+def test_every_lifted_transform_keeps_and_adds_keys_as_flax():
+    for name in CHANGED + ALREADY_ORDERED:
+        flax_runs, linen_runs = _key_order_runs(flax_nn, name), _key_order_runs(linen_nn, name)
+        for stage, flax_vars in flax_runs.items():
+            # linen's nn.jit keeps the parameters of the model without it (documented).
+            values = not (name == 'jit' and stage == 'init')
+            _assert_same_variables(flax_vars, linen_runs[stage], values=values)
+
+
+@pytest.mark.parametrize('cell', ['LSTMCell', 'GRUCell', 'OptimizedLSTMCell'])
+def test_rnn_parameters_come_in_flax_order(cell):
+    def run(nn):
+        rnn = nn.Bidirectional(nn.RNN(getattr(nn, cell)(4)), nn.RNN(getattr(nn, cell)(4)))
+        return rnn.init(jax.random.key(0), jnp.ones((2, 5, 3)))
+
+    _assert_same_variables(run(flax_nn), run(linen_nn))
