@@ -30,12 +30,20 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
             'inside the body reads one more on init than in Flax (2 for N equal instances, '
             'where Flax counts 1). Other Python side effects of tracing follow the same rule: '
             "a warning a traced layer raises (`SelfAttention`'s `DeprecationWarning`) comes in "
-            "the stages where linen traces, which need not be Flax's (fuzz finding F19).",
+            "the stages where linen traces, which need not be Flax's (fuzz finding F19). "
+            "`static_argnums`/`donate_argnums` count the module as 0, as Flax's; only the "
+            "donated arguments are donated. Flax's refusal of a function target's last two "
+            'arguments as static is not reproduced.',
         ),
         'remat': (
             'differs',
-            "`static_argnums` count `self` as Flax's; `static_call_argnums` (new) count the "
-            'call; `static_argnums=(0,)` raises; negative indices count from the end.',
+            "`static_argnums` are placed as Flax places them (`self` is 0; 0 and -1 mark "
+            'nothing, -2 is the last argument); one past the positional arguments (an '
+            "argument passed by keyword) raises `RematStaticArgnumsError`, JAX's `ValueError` "
+            'text, at the call. `static_call_argnums` (new) count the call. `concrete=True` '
+            "raises when the transform is made (Flax: at the call; both a "
+            '`NotImplementedError`). Keyword arguments are passed through untraced (Flax '
+            'traces them).',
         ),
         'checkpoint': ('differs', 'same as `remat`.'),
         'vmap': (
