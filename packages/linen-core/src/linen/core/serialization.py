@@ -236,7 +236,7 @@ def _restore_leaf(target: Any, state: Any) -> Any:
     if isinstance(state, dict):
         raise InvalidCheckpointError(
             f'Expected an array of shape {tuple(target.shape)} at path {current_path()}, '
-            f'found a dict with keys {sorted(state)[:5]}. The checkpoint has a different '
+            f'found a dict with keys {sorted(state, key=str)[:5]}. The checkpoint has a different '
             'structure than the target.'
         )
     if _is_key_array(target) and hasattr(state, 'shape') and not _is_key_array(state):
