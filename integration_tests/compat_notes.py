@@ -37,11 +37,11 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
         ),
         'remat': (
             'differs',
-            "`static_argnums` are placed as Flax places them (`self` is 0; 0 and -1 mark "
+            '`static_argnums` are placed as Flax places them (`self` is 0; 0 and -1 mark '
             'nothing, -2 is the last argument); one past the positional arguments (an '
             "argument passed by keyword) raises `RematStaticArgnumsError`, JAX's `ValueError` "
             'text, at the call. `static_call_argnums` (new) count the call. `concrete=True` '
-            "raises when the transform is made (Flax: at the call; both a "
+            'raises when the transform is made (Flax: at the call; both a '
             '`NotImplementedError`). Keyword arguments are passed through untraced (Flax '
             'traces them).',
         ),
