@@ -230,9 +230,6 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
             )
         },
     },
-    'flax.serialization': {
-        'is_serializable': ('not supported', 'not provided yet; use `to_state_dict`.'),
-    },
     'flax.configurations': {
         'Config': (
             'differs',

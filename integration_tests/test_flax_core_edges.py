@@ -10,6 +10,9 @@
 - A user's ``AxisMetadata`` subclass written as a plain class with its own
   ``__init__`` and registered as a pytree by its author: Flax accepts it, through
   ``nn.scan``'s axis metadata too.
+- ``is_serializable``: the same answer as Flax's for instances and classes (builtin
+  containers, ``FrozenDict``, struct dataclasses and their subclasses, namedtuples,
+  arrays, modules, boxed metadata).
 """
 
 from __future__ import annotations
@@ -178,3 +181,70 @@ def test_typing_offers_flaxs_annotation_aliases():
     ours = set(linen.core.typing.__all__)
     assert theirs - ours == set(), 'aliases Flax has and linen lacks'
     assert ours - set(dir(flax.typing)) == set(), 'names linen invented'
+
+
+def _serializable_cases(struct, nn, meta, frozen_dict):
+    """Equivalent objects built from one library's modules (``is_serializable``'s inputs)."""
+    import collections
+
+    @struct.dataclass
+    class Point:
+        x: int = 1
+
+    class SubPoint(Point):  # not a struct dataclass of its own: not registered
+        pass
+
+    class Plain:
+        pass
+
+    Pair = collections.namedtuple('Pair', 'a b')
+    return {
+        'int': 1,
+        'float': 1.5,
+        'str': 'a',
+        'none': None,
+        'numpy array': np.ones(2),
+        'jax array': jnp.ones(2),
+        'dict': {'a': 1},
+        'empty dict': {},
+        'list': [1],
+        'tuple': (1,),
+        'dict class': dict,
+        'tuple class': tuple,
+        'FrozenDict': frozen_dict({'a': 1}),
+        'FrozenDict class': frozen_dict,
+        'struct instance': Point(),
+        'struct class': Point,
+        'struct subclass instance': SubPoint(),
+        'plain instance': Plain(),
+        'plain class': Plain,
+        'namedtuple': Pair(1, 2),
+        'OrderedDict': collections.OrderedDict(a=1),
+        'Module': nn.Dense(3),
+        'Partitioned': meta.Partitioned(jnp.ones(2), ('x',)),
+        'LogicallyPartitioned class': nn.LogicallyPartitioned,
+        'int class': int,
+    }
+
+
+def test_is_serializable_answers_as_flax():
+    from flax.core import FrozenDict as FlaxFrozenDict
+
+    from linen.core import FrozenDict as LinenFrozenDict
+
+    theirs = _serializable_cases(flax_struct, flax_nn, flax_meta, FlaxFrozenDict)
+    ours = _serializable_cases(linen_struct, linen_nn, linen_meta, LinenFrozenDict)
+    expected = {name: flax_serialization.is_serializable(v) for name, v in theirs.items()}
+    got = {name: linen_serialization.is_serializable(v) for name, v in ours.items()}
+    assert got == expected
+    # Both answers occur (the comparison above is not all-True or all-False).
+    assert set(expected.values()) == {True, False}
+    # A type registered by the user counts from then on, as in Flax.
+
+    class Custom:
+        pass
+
+    assert not linen_serialization.is_serializable(Custom())
+    linen_serialization.register_serialization_state(Custom, lambda c: {}, lambda c, s: c)
+    assert linen_serialization.is_serializable(Custom())
+    assert linen_serialization.is_serializable(Custom)

@@ -55,6 +55,7 @@ __all__ = [
     'current_path',
     'from_bytes',
     'from_state_dict',
+    'is_serializable',
     'msgpack_restore',
     'msgpack_serialize',
     'register_serialization_state',
@@ -129,6 +130,20 @@ def register_serialization_state(
             'override=True to replace it.'
         )
     _REGISTRY[ty] = (ty_to_state_dict, ty_from_state_dict)
+
+
+def is_serializable(target: Any) -> bool:
+    """Whether ``target`` (an instance, or a class) has a registered state-dict handler.
+
+    The exact type counts, as in the registry: dicts, lists, tuples, ``FrozenDict``,
+    ``struct`` dataclasses and what :func:`register_serialization_state` added. A
+    subclass registered on its own account only, a namedtuple (serialized field by
+    field without a handler) and an array are not.
+
+    >>> is_serializable({'a': 1}), is_serializable(tuple), is_serializable(1.0)
+    (True, True, False)
+    """
+    return (target if isinstance(target, type) else type(target)) in _REGISTRY
 
 
 def _is_namedtuple(x: Any) -> bool:
