@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
+import jax.interpreters.partial_eval as pe
 import jax.numpy as jnp
 import numpy as np
 
@@ -33,6 +34,7 @@ from linen.core.lifting import detached_scope, path_hash
 from linen.module.dispatch import active_wrappers
 from linen.transforms import _pack
 from linen.transforms._remat import merge_static, split_static
+from linen.transforms._stack import on_fresh_chunk
 from linen.transforms.errors import TransformArgumentError
 
 # Values that stand for themselves in a cache key (the usual flags, filters and counts).
@@ -309,8 +311,30 @@ class _ScopeJit:
     ):
         """Call the compiled function, first learning which path hashes it needs if unknown.
 
-        Returns ``(y, mutated variables)``.
+        Returns ``(y, mutated variables)``. Where JAX does more than look up a cached
+        program (a first call traces; a differentiating or batching trace linearizes
+        or batches the program), the call runs at the bottom of a fresh interpreter
+        stack chunk (see ``_stack.py``), so its speed does not depend on how deep the
+        model's module calls are.
         """
+        if static not in self.needed or _transformed(dynamic[0]):
+            return on_fresh_chunk(
+                self._learn_and_call,
+                static,
+                payload,
+                scopes,
+                templates,
+                variables,
+                keys,
+                dynamic,
+                kwargs,
+            )
+        return self._learn_and_call(
+            static, payload, scopes, templates, variables, keys, dynamic, kwargs
+        )
+
+    def _learn_and_call(self, static, payload, scopes, templates, variables, keys, dynamic, kwargs):
+        """The call of :meth:`_call_learning_hashes`, wherever it runs."""
         needed = self.needed.get(static)
         known = needed is not None
         try:
@@ -357,6 +381,17 @@ class _ScopeJit:
 
 # Numbers the calls that cannot share a compiled function key on.
 _CALLS = itertools.count()
+
+# The tracer of a trace that stages operations into a program (jit, make_jaxpr).
+_STAGING: Any = getattr(pe, 'DynamicJaxprTracer', None)
+
+
+def _transformed(args: tuple) -> bool:
+    """Whether an argument is a tracer of a trace that transforms rather than stages
+    (``grad``, ``jvp``, ``vmap``): binding the compiled function there runs JAX's rule
+    for it (a linearization, a batching), cached only per pattern of arguments."""
+    return any(isinstance(a, jax.core.Tracer) and type(a) is not _STAGING for a in args)
+
 
 # (seen, index) of a function that draws no random numbers.
 _NO_HASHES: tuple = ((), {})
