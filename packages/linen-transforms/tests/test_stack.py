@@ -104,3 +104,19 @@ def test_an_eager_nn_jit_call_runs_on_a_fresh_chunk_only_when_it_compiles(fresh_
     want = Block().apply(variables, x + 1)
     np.testing.assert_allclose(second, want, rtol=1e-6, atol=1e-6)
     assert first.shape == second.shape
+
+
+def test_an_error_inside_a_jitted_module_shows_none_of_the_runners_frames():
+    import traceback
+
+    class Failing(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            raise ValueError('from the body')
+
+    with pytest.raises(ValueError, match='from the body') as info:
+        nn.jit(Failing)().init(jax.random.key(0), jnp.ones(2))
+    frames = traceback.extract_tb(info.value.__traceback__)
+    assert frames[-1].name == '__call__'  # the user's frame that raised
+    # linen's frames are left out, the runner's (compiled from source text) too
+    assert not any(f.name == 'on_fresh_chunk' for f in frames)

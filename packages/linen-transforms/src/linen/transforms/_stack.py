@@ -49,7 +49,9 @@ def _make_runner() -> Callable[..., Any]:
         '    return fn(*args, **kwargs)\n'
     )
     namespace: dict[str, Any] = {'_NEVER': _NEVER}
-    exec(compile(source, '<linen.transforms fresh stack chunk>', 'exec'), namespace)
+    # Compiled under this file's name: linen's own frames, which the tracebacks of
+    # errors leaving an entry point leave out (``linen.core.tracebacks``).
+    exec(compile(source, __file__, 'exec'), namespace)
     return namespace['on_fresh_chunk']
 
 
