@@ -137,8 +137,8 @@ def is_serializable(target: Any) -> bool:
 
     The exact type counts, as in the registry: dicts, lists, tuples, ``FrozenDict``,
     ``struct`` dataclasses and what :func:`register_serialization_state` added. A
-    subclass registered on its own account only, a namedtuple (serialized field by
-    field without a handler) and an array are not.
+    subclass counts only if it is registered itself; a namedtuple (serialized field
+    by field, without a handler) and an array do not.
 
     >>> is_serializable({'a': 1}), is_serializable(tuple), is_serializable(1.0)
     (True, True, False)
