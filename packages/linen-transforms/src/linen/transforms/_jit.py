@@ -317,25 +317,16 @@ class _ScopeJit:
         stack chunk (see ``_stack.py``), so its speed does not depend on how deep the
         model's module calls are.
         """
-        if static not in self.needed or _transformed(dynamic[0]):
-            return on_fresh_chunk(
-                self._learn_and_call,
-                static,
-                payload,
-                scopes,
-                templates,
-                variables,
-                keys,
-                dynamic,
-                kwargs,
-            )
-        return self._learn_and_call(
-            static, payload, scopes, templates, variables, keys, dynamic, kwargs
-        )
-
-    def _learn_and_call(self, static, payload, scopes, templates, variables, keys, dynamic, kwargs):
-        """The call of :meth:`_call_learning_hashes`, wherever it runs."""
         needed = self.needed.get(static)
+        args = (needed, static, payload, scopes, templates, variables, keys, dynamic, kwargs)
+        if needed is None or _transformed(dynamic[0]):
+            return on_fresh_chunk(self._learn_and_call, *args)
+        return self._learn_and_call(*args)
+
+    def _learn_and_call(
+        self, needed, static, payload, scopes, templates, variables, keys, dynamic, kwargs
+    ):
+        """The call of :meth:`_call_learning_hashes` (``needed``: what it knows so far)."""
         known = needed is not None
         try:
             if not known:
