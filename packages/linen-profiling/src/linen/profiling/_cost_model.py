@@ -26,7 +26,12 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from linen.profiling._hlo import HloComputation, HloInstruction, HloModuleText
+from linen.profiling._hlo import (
+    HloComputation,
+    HloInstruction,
+    HloModuleText,
+    while_trip_count,
+)
 
 __all__ = [
     'InstructionCost',
@@ -426,8 +431,8 @@ def _io_bytes(computation: HloComputation, instruction: HloInstruction) -> float
 def instruction_costs(module: HloModuleText) -> Iterator[InstructionCost]:
     """The cost of every executed instruction of ``module``, with its label.
 
-    Instructions inside ``while`` bodies count ``known_trip_count`` times (once
-    when XLA does not know the count); every branch of a ``conditional`` counts
+    Instructions inside ``while`` bodies count once per iteration
+    (:func:`~linen.profiling._hlo.while_trip_count`; once when the count is unknown); every branch of a ``conditional`` counts
     once, so for conditionals the result is an upper bound.
     """
     yield from _walk(module, module.computations[module.entry], 1)
@@ -442,7 +447,7 @@ def _walk(
         if instruction.opcode in _CONTROL_FLOW and instruction.called:
             inner = multiplier
             if instruction.opcode == 'while':
-                inner = multiplier * (instruction.trip_count or 1)
+                inner = multiplier * (while_trip_count(module, computation, instruction) or 1)
             for name in instruction.called:
                 callee = module.computations.get(name)
                 if callee is not None:

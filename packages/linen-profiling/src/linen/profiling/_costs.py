@@ -55,7 +55,9 @@ class ModuleCosts(PathRows):
 
     ``xla_totals`` is ``compiled.cost_analysis()`` for the whole program. The
     rows add up to it, except that ops in a ``while`` body (``scan``) count once
-    per iteration here and once in total there. ``uncosted`` lists the
+    per iteration here and once in total there, and that a TPU's cost analysis
+    counts bytes in its padded memory tiles (more than the arrays' own bytes,
+    which the rows count). ``uncosted`` lists the
     instructions (``'name (opcode)'``) whose cost is unknown: they count as zero
     in the rows, so with any listed the FLOPs are a lower bound (a
     :class:`~linen.profiling.errors.UncostedInstructionWarning` says so too).

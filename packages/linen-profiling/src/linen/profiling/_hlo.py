@@ -23,6 +23,7 @@ __all__ = [
     'parse_hlo_module',
     'phase_of_op_name',
     'strip_metadata',
+    'while_trip_count',
 ]
 
 # With a signature (optimized HLO) or without (``Lowered.as_text(dialect='hlo')``).
@@ -31,10 +32,15 @@ _INSTRUCTION = re.compile(r'^\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*)$')
 _OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
 _CALLED = re.compile(
     r'\b(calls|to_apply|body|condition|true_computation|false_computation|'
-    r'branch_computations|called_computations)=(\{[^}]*\}|%?[\w.\-]+)'
+    r'branch_computations|called_computations|select|scatter)=(\{[^}]*\}|%?[\w.\-]+)'
 )
 _OPERAND = re.compile(r'%([\w.\-]+)')
 _TRIP_COUNT = re.compile(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?(\d+)')
+_TUPLE_INDEX = re.compile(r'\bindex=(\d+)')
+_DIRECTION = re.compile(r'\bdirection=(\w+)')
+_INT_CONSTANT = re.compile(r'\bconstant\((-?\d+)\)')
+_LOOP_PART = re.compile(r'\b(condition|body)=%?([\w.\-]+)')
+_MIRRORED = {'LT': 'GT', 'LE': 'GE', 'GT': 'LT', 'GE': 'LE', 'NE': 'NE'}
 _METADATA = re.compile(r',\s*metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
 
 _WRAPPED = re.compile(r'^[^()/]*\((.*)\)$')
@@ -189,6 +195,146 @@ def parse_hlo_module(text: str) -> HloModuleText:
         if instruction is not None:
             current.instructions[instruction.name] = instruction
     return HloModuleText(name=module_name, computations=computations, entry=entry)
+
+
+def while_trip_count(
+    module: HloModuleText, computation: HloComputation, loop: HloInstruction
+) -> int | None:
+    """How many times the ``while`` instruction ``loop`` of ``computation`` runs its body.
+
+    XLA's ``known_trip_count`` when its backend config carries one (XLA's CPU
+    compiler writes it); else read off a counted loop, which is what a TPU
+    program's loops carry no config for: the condition compares one element of
+    the loop state with an integer constant (``i < 7``), the body adds an integer
+    constant to that element, and the loop starts it at an integer constant
+    (through copies). ``None`` for any other loop (a bound that is data, a
+    counter the body changes otherwise).
+
+    >>> text = '''
+    ... cond (p: (s32[], f32[3])) -> pred[] {
+    ...   %p = (s32[], f32[3]) parameter(0)
+    ...   %i = s32[] get-tuple-element(%p), index=0
+    ...   %n = s32[] constant(10)
+    ...   ROOT %lt = pred[] compare(%i, %n), direction=LT
+    ... }
+    ... body (p: (s32[], f32[3])) -> (s32[], f32[3]) {
+    ...   %p = (s32[], f32[3]) parameter(0)
+    ...   %i = s32[] get-tuple-element(%p), index=0
+    ...   %x = f32[3] get-tuple-element(%p), index=1
+    ...   %three = s32[] constant(3)
+    ...   %next = s32[] add(%i, %three)
+    ...   ROOT %t = (s32[], f32[3]) tuple(%next, %x)
+    ... }
+    ... ENTRY main (x: f32[3]) -> (s32[], f32[3]) {
+    ...   %x = f32[3] parameter(0)
+    ...   %one = s32[] constant(1)
+    ...   %init = (s32[], f32[3]) tuple(%one, %x)
+    ...   ROOT %loop = (s32[], f32[3]) while(%init), condition=%cond, body=%body
+    ... }'''
+    >>> module = parse_hlo_module(text)
+    >>> main = module.computations[module.entry]
+    >>> while_trip_count(module, main, main.instructions['loop'])  # i = 1, 4, 7
+    3
+    """
+    known = loop.trip_count
+    if known is not None:
+        return known
+    parts = dict(_LOOP_PART.findall(loop.attributes))
+    condition = module.computations.get(parts.get('condition', ''))
+    body = module.computations.get(parts.get('body', ''))
+    if condition is None or body is None or len(loop.operands) != 1:
+        return None
+    compare = _root(condition)
+    direction = _DIRECTION.search(compare.attributes) if compare is not None else None
+    if compare is None or compare.opcode != 'compare' or direction is None:
+        return None
+    if len(compare.operands) != 2:
+        return None
+    left, right = compare.operands
+    index, bound, relation = (
+        _state_element(condition, left),
+        _int_constant(condition, right),
+        direction.group(1),
+    )
+    if index is None or bound is None:
+        index, bound = _state_element(condition, right), _int_constant(condition, left)
+        relation = _MIRRORED.get(relation, '')
+    init_tuple = computation.instructions.get(loop.operands[0])
+    next_tuple = _root(body)
+    if index is None or bound is None or init_tuple is None or next_tuple is None:
+        return None
+    if init_tuple.opcode != 'tuple' or next_tuple.opcode != 'tuple':
+        return None
+    if index >= len(init_tuple.operands) or index >= len(next_tuple.operands):
+        return None
+    start = _int_constant(computation, init_tuple.operands[index])
+    step = _counter_step(body, next_tuple.operands[index], index)
+    if start is None or step is None:
+        return None
+    return _trips(start, bound, step, relation)
+
+
+def _root(computation: HloComputation) -> HloInstruction | None:
+    return next((i for i in computation.instructions.values() if i.is_root), None)
+
+
+def _int_constant(computation: HloComputation, name: str) -> int | None:
+    """The value of ``name`` when it is an integer constant, seen through copies."""
+    instruction = computation.instructions.get(name)
+    while instruction is not None and instruction.opcode == 'copy' and instruction.operands:
+        instruction = computation.instructions.get(instruction.operands[0])
+    if instruction is None or instruction.opcode != 'constant':
+        return None
+    match = _INT_CONSTANT.search(instruction.line)
+    return int(match.group(1)) if match else None
+
+
+def _state_element(computation: HloComputation, name: str) -> int | None:
+    """``k`` when ``name`` is element ``k`` of the computation's (tuple) parameter."""
+    instruction = computation.instructions.get(name)
+    if instruction is None or instruction.opcode != 'get-tuple-element':
+        return None
+    source = computation.instructions.get(instruction.operands[0]) if instruction.operands else None
+    match = _TUPLE_INDEX.search(instruction.attributes)
+    if source is None or source.opcode != 'parameter' or match is None:
+        return None
+    return int(match.group(1))
+
+
+def _counter_step(body: HloComputation, name: str, index: int) -> int | None:
+    """``c`` when ``name`` is ``state[index] + c`` (or ``- c``) for an integer constant ``c``."""
+    update = body.instructions.get(name)
+    if update is None or update.opcode not in ('add', 'subtract') or len(update.operands) != 2:
+        return None
+    first, second = update.operands
+    if _state_element(body, first) == index:
+        step = _int_constant(body, second)
+        if step is not None and update.opcode == 'subtract':
+            step = -step
+        return step
+    if update.opcode == 'add' and _state_element(body, second) == index:
+        return _int_constant(body, first)
+    return None
+
+
+def _trips(start: int, bound: int, step: int, relation: str) -> int | None:
+    """Iterations of ``for (i = start; i <relation> bound; i += step)``; ``None`` if endless."""
+    if relation in ('LT', 'LE'):
+        end = bound if relation == 'LT' else bound + 1
+        if start >= end:
+            return 0
+        return -((start - end) // step) if step > 0 else None
+    if relation in ('GT', 'GE'):
+        end = bound if relation == 'GT' else bound - 1
+        if start <= end:
+            return 0
+        return -((end - start) // -step) if step < 0 else None
+    if relation == 'NE':
+        distance = bound - start
+        if step == 0 or distance % step or distance // step < 0:
+            return None if distance else 0
+        return distance // step
+    return None
 
 
 def _unwrap(component: str) -> str:

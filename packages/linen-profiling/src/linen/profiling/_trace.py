@@ -5,6 +5,9 @@ and XProf open it as they would any other). It is then read back: the device
 events of XLA programs (on CPU, thunk events on the ``/host:CPU`` plane; on GPU,
 the ``XLA Ops`` lines of the ``/device:GPU:N`` planes) carry the name of the HLO
 instruction or fusion they ran and the program name, but not the module label.
+(A TPU trace names each op event by its instruction's HLO text and the program by
+the ``XLA Modules`` event whose span holds it; :func:`op_events_on_lines` reads
+both into the same stats.)
 The label is in the optimized HLO of the program, which :func:`profile` compiles
 itself (``jitted.lower(...).compile()``, public API) and then runs, so the
 instruction names of the trace are those of that HLO; joining the two gives time
@@ -14,8 +17,10 @@ proto, but JAX has no public API that turns it into text.)
 
 from __future__ import annotations
 
+import bisect
 import glob
 import os
+import re
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -107,17 +112,60 @@ def _op_events(planes: list[XPlane]) -> list[tuple[XEvent, float]]:
     return [(event, seconds) for _, _, event, seconds in op_events_on_lines(planes)]
 
 
+_INSTRUCTION_TEXT = re.compile(r'^%?([\w.\-]+) = ')
+_PROGRAM_ID = re.compile(r'\(\d+\)$')
+
+
+def _name_tpu_programs(plane: XPlane) -> None:
+    """Give a TPU plane's op events the ``hlo_op`` and ``hlo_module`` stats a GPU's carry.
+
+    A TPU trace names an ``XLA Ops`` event by its instruction's HLO text
+    (``%fusion = f32[] fusion(...), kind=kOutput, ...``) and leaves out the
+    program; the program is the ``XLA Modules`` event whose span holds the op,
+    named ``jit_f(<program id>)``.
+    """
+    lines = {line.name: line for line in plane.lines}
+    ops, programs = lines.get('XLA Ops'), lines.get('XLA Modules')
+    if ops is None or all('hlo_module' in event.stats for event in ops.events):
+        return
+    spans = sorted(
+        (
+            programs.timestamp_ns * 1000 + event.offset_ps,
+            programs.timestamp_ns * 1000 + event.offset_ps + event.duration_ps,
+            _PROGRAM_ID.sub('', event.name),
+        )
+        for event in (programs.events if programs is not None else ())
+    )
+    starts = [start for start, _, _ in spans]
+    for event in ops.events:
+        if 'hlo_op' not in event.stats:
+            match = _INSTRUCTION_TEXT.match(event.name)
+            if match is not None:
+                event.stats['hlo_op'] = match.group(1)
+        if 'hlo_module' not in event.stats:
+            at = ops.timestamp_ns * 1000 + event.offset_ps
+            index = bisect.bisect_right(starts, at) - 1
+            if index >= 0 and at < spans[index][1]:
+                event.stats['hlo_module'] = spans[index][2]
+
+
 def op_events_on_lines(planes: list[XPlane]) -> list[tuple[XPlane, XLine, XEvent, float]]:
     """``(plane, line, event, self seconds)`` of every XLA op event.
 
     Host planes (CPU): events with an ``hlo_op`` stat, on any line. Device
-    planes (GPU): the events of the ``XLA Ops`` line, named after the HLO
-    instruction, or any line's events with an ``hlo_op`` stat.
+    planes (GPU, TPU): the events of the ``XLA Ops`` line, named after the HLO
+    instruction, or any line's events with an ``hlo_op`` stat, except a TPU's
+    ``Async XLA Ops`` (spans of asynchronous copies, which overlap the ops that
+    run meanwhile).
     """
     result = []
     for plane in planes:
         is_device = plane.name.startswith('/device:')
+        if is_device:
+            _name_tpu_programs(plane)
         for line in plane.lines:
+            if is_device and line.name == 'Async XLA Ops':
+                continue
             if (
                 is_device
                 and line.name not in ('XLA Ops', 'XLA Modules')
