@@ -132,6 +132,77 @@ ENTRY %main.3 (x.1: f32[2,8,8,4]) -> f32[2,8,8,4] {
 """
 
 
+# A linen nn.scan of a Dense(16) cell over 9 steps (variable_broadcast='params'), at a
+# (4, 16) carry: the body's counter goes through a copy (to the TPU's scalar memory)
+# before it is incremented, and the Dense's dot became a convolution.
+NN_SCAN_9_STEPS = """\
+%bitcast_fusion.clone.1 (bitcast_input.5: f32[4,16]) -> f32[4,16] {
+  %bitcast_input.5 = f32[4,16]{1,0:T(4,128)S(1)} parameter(0)
+  ROOT %bitcast.8 = f32[4,16]{1,0:T(4,128)} bitcast(%bitcast_input.5)
+}
+%bitcast_fusion.1.clone.1 (bitcast_input.4: bf16[16,16]) -> bf16[16,16] {
+  %bitcast_input.4 = bf16[16,16]{1,0:T(8,128)(2,1)S(1)} parameter(0)
+  ROOT %bitcast.7 = bf16[16,16]{1,0:T(8,128)(2,1)} bitcast(%bitcast_input.4)
+}
+%fused_computation.clone.1 (param_0.8: f32[4,16], param_1.10: bf16[16,16], param_2.7: f32[9,4,16], param_3.4: s32[], param_4.4: f32[16]) -> f32[4,16] {
+  %param_0.8 = f32[4,16]{1,0:T(4,128)S(1)} parameter(0)
+  %fusion.4 = f32[4,16]{1,0:T(4,128)} fusion(%param_0.8), kind=kLoop, calls=%bitcast_fusion.clone.1
+  %param_1.10 = bf16[16,16]{1,0:T(8,128)(2,1)S(1)} parameter(1)
+  %fusion.5 = bf16[16,16]{1,0:T(8,128)(2,1)} fusion(%param_1.10), kind=kLoop, calls=%bitcast_fusion.1.clone.1
+  %convolution.5 = f32[4,16]{1,0:T(4,128)} convolution(%fusion.4, %fusion.5), dim_labels=bf_io->bf, metadata={op_name="jit(<lambda>)/S/while/body/closed_call/ScanCell_0/Dense_0/dot_general"}
+  %param_4.4 = f32[16]{0:T(128)S(1)} parameter(4)
+  %add.22 = f32[4,16]{1,0:T(4,128)} broadcast(%param_4.4), dimensions={1}, metadata={op_name="jit(<lambda>)/S/while/body/closed_call/ScanCell_0/Dense_0/add"}
+  %add.21 = f32[4,16]{1,0:T(4,128)} add(%convolution.5, %add.22), metadata={op_name="jit(<lambda>)/S/while/body/closed_call/ScanCell_0/Dense_0/add"}
+  %param_2.7 = f32[9,4,16]{2,1,0:T(4,128)} parameter(2)
+  %param_3.4 = s32[]{:T(128)S(6)} parameter(3)
+  %constant.12 = s32[]{:T(128)} constant(0), metadata={op_name="jit(<lambda>)/S/while/body/jit(dynamic_index_in_dim)"}
+  %dynamic_slice.4 = f32[1,4,16]{2,1,0:T(4,128)} dynamic-slice(%param_2.7, %param_3.4, %constant.12, %constant.12), dynamic_slice_sizes={1,4,16}, metadata={op_name="jit(<lambda>)/S/while/body/jit(dynamic_index_in_dim)/dynamic_slice"}
+  %bitcast.9 = f32[4,16]{1,0:T(4,128)} bitcast(%dynamic_slice.4), metadata={op_name="jit(<lambda>)/S/while/body/jit(dynamic_index_in_dim)/squeeze"}
+  ROOT %add.20 = f32[4,16]{1,0:T(4,128)S(1)} add(%add.21, %bitcast.9), metadata={op_name="jit(<lambda>)/S/while/body/closed_call/ScanCell_0/add"}
+}
+%wide.region_0.3.sunk (wide.arg_tuple.0: (s32[], f32[4,16], f32[9,4,16], bf16[16,16], f32[16], /*index=5*/s32[])) -> (s32[], f32[4,16], f32[9,4,16], bf16[16,16], f32[16], /*index=5*/s32[]) {
+  %constant.5..sunk = s32[]{:T(128)} constant(1)
+  %wide.arg_tuple.0 = (s32[]{:T(128)}, f32[4,16]{1,0:T(4,128)S(1)}, f32[9,4,16]{2,1,0:T(4,128)}, bf16[16,16]{1,0:T(8,128)(2,1)S(1)}, f32[16]{0:T(128)S(1)}, /*index=5*/s32[]{:T(128)}) parameter(0)
+  %get-tuple-element.57 = s32[]{:T(128)} get-tuple-element(%wide.arg_tuple.0), index=0
+  %copy.2 = s32[]{:T(128)S(6)} copy(%get-tuple-element.57)
+  %add.23 = s32[]{:T(128)} add(%copy.2, %constant.5..sunk), metadata={op_name="jit(<lambda>)/S/while/body/add"}
+  %get-tuple-element.68 = s32[]{:T(128)} get-tuple-element(%wide.arg_tuple.0), index=5
+  %get-tuple-element.65 = f32[9,4,16]{2,1,0:T(4,128)} get-tuple-element(%wide.arg_tuple.0), index=2
+  %get-tuple-element.66 = bf16[16,16]{1,0:T(8,128)(2,1)S(1)} get-tuple-element(%wide.arg_tuple.0), index=3
+  %get-tuple-element.67 = f32[16]{0:T(128)S(1)} get-tuple-element(%wide.arg_tuple.0), index=4
+  %get-tuple-element.58 = f32[4,16]{1,0:T(4,128)S(1)} get-tuple-element(%wide.arg_tuple.0), index=1
+  %copy.11 = f32[4,16]{1,0:T(4,128)S(1)} copy(%get-tuple-element.58)
+  %bitcast_add_fusion.2 = f32[4,16]{1,0:T(4,128)S(1)} fusion(%copy.11, %get-tuple-element.66, %get-tuple-element.65, %copy.2, %get-tuple-element.67), kind=kOutput, calls=%fused_computation.clone.1, metadata={op_name="jit(<lambda>)/S/while/body/closed_call/ScanCell_0/Dense_0/dot_general"}
+  ROOT %tuple.11 = (s32[]{:T(128)}, f32[4,16]{1,0:T(4,128)S(1)}, f32[9,4,16]{2,1,0:T(4,128)}, bf16[16,16]{1,0:T(8,128)(2,1)S(1)}, f32[16]{0:T(128)S(1)}, /*index=5*/s32[]{:T(128)}) tuple(%add.23, %bitcast_add_fusion.2, %get-tuple-element.65, %get-tuple-element.66, %get-tuple-element.67, /*index=5*/%get-tuple-element.68)
+}
+%wide.region_1.4 (wide.arg_tuple.3: (s32[], f32[4,16], f32[9,4,16], bf16[16,16], f32[16], /*index=5*/s32[])) -> pred[] {
+  %constant.9 = s32[]{:T(128)} constant(9)
+  %wide.arg_tuple.3 = (s32[]{:T(128)}, f32[4,16]{1,0:T(4,128)S(1)}, f32[9,4,16]{2,1,0:T(4,128)}, bf16[16,16]{1,0:T(8,128)(2,1)S(1)}, f32[16]{0:T(128)S(1)}, /*index=5*/s32[]{:T(128)}) parameter(0)
+  %get-tuple-element.25 = s32[]{:T(128)} get-tuple-element(%wide.arg_tuple.3), index=0
+  ROOT %lt.0 = pred[]{:T(512)} compare(%get-tuple-element.25, %constant.9), direction=LT, metadata={op_name="jit(<lambda>)/S/while/cond/lt"}
+}
+ENTRY %main.5 (v__params____ScanCell_0____Dense_0____bias__.1: f32[16], v__params____ScanCell_0____Dense_0____kernel__.1: f32[16,16], c.1: f32[4,16], xs.1: f32[9,4,16]) -> f32[4,16] {
+  %constant.7 = s32[]{:T(128)} constant(0)
+  %constant.5 = s32[]{:T(128)} constant(1)
+  %v__params____ScanCell_0____Dense_0____bias__.1 = f32[16]{0:T(128)} parameter(0), metadata={op_name="v[\'params\'][\'ScanCell_0\'][\'Dense_0\'][\'bias\']"}
+  %v__params____ScanCell_0____Dense_0____kernel__.1 = f32[16,16]{1,0:T(8,128)} parameter(1), metadata={op_name="v[\'params\'][\'ScanCell_0\'][\'Dense_0\'][\'kernel\']"}
+  %c.1 = f32[4,16]{1,0:T(4,128)} parameter(2), metadata={op_name="c"}
+  %xs.1 = f32[9,4,16]{2,1,0:T(4,128)} parameter(3), metadata={op_name="xs"}
+  %copy.10 = s32[]{:T(128)} copy(%constant.7)
+  %copy-start.1 = (f32[4,16]{1,0:T(4,128)S(1)}, f32[4,16]{1,0:T(4,128)}, u32[]{:S(2)}) copy-start(%c.1)
+  %copy-start.2 = (f32[16]{0:T(128)S(1)}, f32[16]{0:T(128)}, u32[]{:S(2)}) copy-start(%v__params____ScanCell_0____Dense_0____bias__.1)
+  %convert.2 = bf16[16,16]{1,0:T(8,128)(2,1)S(1)} convert(%v__params____ScanCell_0____Dense_0____kernel__.1)
+  %copy-done.1 = f32[4,16]{1,0:T(4,128)S(1)} copy-done(%copy-start.1)
+  %copy-done.2 = f32[16]{0:T(128)S(1)} copy-done(%copy-start.2)
+  %tuple.14 = (s32[]{:T(128)}, f32[4,16]{1,0:T(4,128)S(1)}, f32[9,4,16]{2,1,0:T(4,128)}, bf16[16,16]{1,0:T(8,128)(2,1)S(1)}, f32[16]{0:T(128)S(1)}, /*index=5*/s32[]{:T(128)}) tuple(%copy.10, %copy-done.1, %xs.1, %convert.2, %copy-done.2, /*index=5*/%constant.5)
+  %while = (s32[]{:T(128)}, f32[4,16]{1,0:T(4,128)S(1)}, f32[9,4,16]{2,1,0:T(4,128)}, bf16[16,16]{1,0:T(8,128)(2,1)S(1)}, f32[16]{0:T(128)S(1)}, /*index=5*/s32[]{:T(128)}) while(%tuple.14), condition=%wide.region_1.4, body=%wide.region_0.3.sunk, metadata={op_name="jit(<lambda>)/S/while"}
+  %get-tuple-element.69 = f32[4,16]{1,0:T(4,128)S(1)} get-tuple-element(%while), index=1
+  %copy-start = (f32[4,16]{1,0:T(4,128)}, f32[4,16]{1,0:T(4,128)S(1)}, u32[]{:S(2)}) copy-start(%get-tuple-element.69)
+  ROOT %copy-done = f32[4,16]{1,0:T(4,128)} copy-done(%copy-start)
+}
+"""
+
+
 def _loop_trips(text):
     module = parse_hlo_module(text)
     entry = module.computations[module.entry]
@@ -187,6 +258,12 @@ def test_counted_loop_bounds(edit, trips):
         assert old in text
         text = text.replace(old, new)
     assert _loop_trips(text) == trips
+
+
+def test_a_counter_moved_through_a_copy_is_still_counted():
+    assert _loop_trips(NN_SCAN_9_STEPS) == 9
+    by_name = {cost.instruction: cost for cost in costs_from_hlo_text(NN_SCAN_9_STEPS).instructions}
+    assert by_name['convolution.5'].flops == 9 * 2 * 4 * 16 * 16  # (4, 16) @ (16, 16), 9 times
 
 
 def test_a_loop_bound_that_is_data_stays_unknown_and_counts_once():

@@ -278,11 +278,17 @@ def _root(computation: HloComputation) -> HloInstruction | None:
     return next((i for i in computation.instructions.values() if i.is_root), None)
 
 
-def _int_constant(computation: HloComputation, name: str) -> int | None:
-    """The value of ``name`` when it is an integer constant, seen through copies."""
+def _through_copies(computation: HloComputation, name: str) -> HloInstruction | None:
+    """The instruction ``name`` copies (a TPU moves a loop counter between memories)."""
     instruction = computation.instructions.get(name)
     while instruction is not None and instruction.opcode == 'copy' and instruction.operands:
         instruction = computation.instructions.get(instruction.operands[0])
+    return instruction
+
+
+def _int_constant(computation: HloComputation, name: str) -> int | None:
+    """The value of ``name`` when it is an integer constant, seen through copies."""
+    instruction = _through_copies(computation, name)
     if instruction is None or instruction.opcode != 'constant':
         return None
     match = _INT_CONSTANT.search(instruction.line)
@@ -290,8 +296,8 @@ def _int_constant(computation: HloComputation, name: str) -> int | None:
 
 
 def _state_element(computation: HloComputation, name: str) -> int | None:
-    """``k`` when ``name`` is element ``k`` of the computation's (tuple) parameter."""
-    instruction = computation.instructions.get(name)
+    """``k`` when ``name`` is element ``k`` of the computation's (tuple) parameter (or a copy)."""
+    instruction = _through_copies(computation, name)
     if instruction is None or instruction.opcode != 'get-tuple-element':
         return None
     source = computation.instructions.get(instruction.operands[0]) if instruction.operands else None
