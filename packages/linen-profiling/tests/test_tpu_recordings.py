@@ -12,13 +12,17 @@ calls) of ``jax.jit(lambda x: jnp.tanh(x @ x).sum())`` at ``x: f32[256, 256]`` o
 same machine, with that program's optimized HLO. A TPU trace names each op event
 by its instruction's HLO text, carries no ``hlo_module`` stat, and puts the
 program's runs on an ``XLA Modules`` line; asynchronous copies also get spans on
-an ``Async XLA Ops`` line.
+an ``Async XLA Ops`` line. ``data/tpu_v5e_linen_mlp.*`` is ``linen.profiling.profile``'s
+trace (three steps) of ``jax.jit(model.apply)`` for a linen MLP, ``Dense(512,
+name='hidden')``, relu, ``Dense(128, name='out')`` at ``x: f32[256, 256]``, with the
+optimized and the lowered HLO of the program it ran.
 """
 
 from pathlib import Path
 
 import pytest
 
+from linen.profiling import label_scope
 from linen.profiling._costs import costs_from_hlo_text
 from linen.profiling._hlo import parse_hlo_module, while_trip_count
 from linen.profiling._trace import times_from_xspace
@@ -306,3 +310,25 @@ def test_a_tpu_trace_of_another_program_says_which_programs_ran():
     data, hlo = _tanh_matmul_trace()
     with pytest.raises(ProfileNoDeviceOpsError, match='jit__lambda'):
         times_from_xspace(data, 'jit_other', steps=3, hlo_text=hlo)
+
+
+def test_a_tpu_trace_of_a_linen_model_gives_time_per_module():
+    # The labels a linen MLP pushes when it is traced, pushed here by hand.
+    with label_scope('MLP'):
+        for name in ('hidden', 'out'):
+            with label_scope(name):
+                pass
+    times = times_from_xspace(
+        (DATA / 'tpu_v5e_linen_mlp.xplane.pb').read_bytes(),
+        'jit_apply',
+        steps=3,
+        hlo_text=(DATA / 'tpu_v5e_linen_mlp.hlo.txt').read_text(),
+        lowered_hlo_text=(DATA / 'tpu_v5e_linen_mlp.lowered.txt').read_text(),
+    )
+    assert times.unmatched_ops == ()
+    assert {row.path for row in times.rows} >= {'MLP', 'MLP/hidden', 'MLP/out'}
+    # Both matmuls keep the TPU's matrix unit busy, so time follows FLOPs:
+    # hidden's (256, 256) @ (256, 512) is twice out's (256, 512) @ (512, 128).
+    ratio = times['MLP/hidden'].seconds / times['MLP/out'].seconds
+    assert 1.5 < ratio < 2.5
+    assert times['MLP'].inclusive_seconds == pytest.approx(times.total_seconds)
