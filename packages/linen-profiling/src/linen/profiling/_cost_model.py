@@ -431,9 +431,10 @@ def _io_bytes(computation: HloComputation, instruction: HloInstruction) -> float
 def instruction_costs(module: HloModuleText) -> Iterator[InstructionCost]:
     """The cost of every executed instruction of ``module``, with its label.
 
-    Instructions inside ``while`` bodies count once per iteration
-    (:func:`~linen.profiling._hlo.while_trip_count`; once when the count is unknown); every branch of a ``conditional`` counts
-    once, so for conditionals the result is an upper bound.
+    Instructions inside ``while`` bodies count once per iteration (the count of
+    :func:`~linen.profiling._hlo.while_trip_count`; once when it is unknown); every
+    branch of a ``conditional`` counts once, so for conditionals the result is an
+    upper bound.
     """
     yield from _walk(module, module.computations[module.entry], 1)
 

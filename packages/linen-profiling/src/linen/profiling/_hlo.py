@@ -251,12 +251,9 @@ def while_trip_count(
     if len(compare.operands) != 2:
         return None
     left, right = compare.operands
-    index, bound, relation = (
-        _state_element(condition, left),
-        _int_constant(condition, right),
-        direction.group(1),
-    )
-    if index is None or bound is None:
+    relation = direction.group(1)
+    index, bound = _state_element(condition, left), _int_constant(condition, right)
+    if index is None or bound is None:  # written the other way round: ``7 > i``
         index, bound = _state_element(condition, right), _int_constant(condition, left)
         relation = _MIRRORED.get(relation, '')
     init_tuple = computation.instructions.get(loop.operands[0])
