@@ -1,8 +1,8 @@
 """Costs and traces of programs that ran on a TPU, whose HLO and traces differ from a CPU's.
 
-The suite compiles for the CPU; these are recordings. The HLO texts below were printed by ``jax.jit(f).lower(...).compile().as_text()`` on a
-TPU v5e (JAX 0.10.2, libtpu of that release), trimmed of their file tables and backend
-configs. Two differences from a CPU program matter to ``module_costs``: a TPU ``while``
+The suite compiles for the CPU; these are recordings. The HLO texts below were printed
+by ``jax.jit(f).lower(...).compile().as_text()`` on a TPU v5e (JAX 0.10.2, libtpu of that
+release), trimmed of their file tables and backend configs. Two differences from a CPU program matter to ``module_costs``: a TPU ``while``
 carries no ``known_trip_count`` (the count is read off the loop), and XLA keeps a
 max-pool's gradient as one ``select-and-scatter`` (the CPU compiler expands it), whose
 computations are named by ``select=`` and ``scatter=``.
@@ -218,7 +218,7 @@ def test_a_tpu_loop_without_known_trip_count_is_counted_from_its_bounds():
     costs = costs_from_hlo_text(WHILE_FROM_1_BY_3_BELOW_10)
     by_name = {cost.instruction: cost for cost in costs.instructions}
     assert by_name['mul.3'].flops == 3 * 3  # f32[3] * 2, three iterations
-    assert by_name['add.2'].flops == 3
+    assert by_name['add.2'].flops == 3  # the counter's increment, once an iteration
 
 
 @pytest.mark.parametrize(
@@ -236,7 +236,7 @@ def test_a_tpu_loop_without_known_trip_count_is_counted_from_its_bounds():
         ),
         ({'direction=LT': 'direction=NE'}, 3),  # 1, 4, 7, then 10 stops it
         ({'direction=LT': 'direction=NE', 'constant(10)': 'constant(12)'}, None),  # never 12
-        ({'direction=LT': 'direction=NE', 'constant(10)': 'constant(13)'}, 4),
+        ({'direction=LT': 'direction=NE', 'constant(10)': 'constant(13)'}, 4),  # ..., 10, then 13
         # Counting down: c[0] = 7, 4, 1 while c[0] > 0.
         (
             {
