@@ -143,7 +143,7 @@ def _while_element_op_name(module: HloModuleText, producer: HloInstruction, inde
     body_names = [n for n in producer.called if n in module.computations]
     for name in body_names:
         body = module.computations[name]
-        root = next((i for i in body.instructions.values() if i.is_root), None)
+        root = body.root
         if root is None or root.opcode != 'tuple' or index >= len(root.operands):
             continue
         element = body.instructions.get(root.operands[index])

@@ -95,6 +95,11 @@ class HloComputation:
     def text(self) -> str:
         return '\n'.join(self.lines)
 
+    @property
+    def root(self) -> HloInstruction | None:
+        """The ``ROOT`` instruction (what the computation returns)."""
+        return next((i for i in self.instructions.values() if i.is_root), None)
+
 
 @dataclass
 class HloModuleText:
@@ -244,7 +249,7 @@ def while_trip_count(
     body = module.computations.get(parts.get('body', ''))
     if condition is None or body is None or len(loop.operands) != 1:
         return None
-    compare = _root(condition)
+    compare = condition.root
     direction = _DIRECTION.search(compare.attributes) if compare is not None else None
     if compare is None or compare.opcode != 'compare' or direction is None:
         return None
@@ -257,7 +262,7 @@ def while_trip_count(
         index, bound = _state_element(condition, right), _int_constant(condition, left)
         relation = _MIRRORED.get(relation, '')
     init_tuple = computation.instructions.get(loop.operands[0])
-    next_tuple = _root(body)
+    next_tuple = body.root
     if index is None or bound is None or init_tuple is None or next_tuple is None:
         return None
     if init_tuple.opcode != 'tuple' or next_tuple.opcode != 'tuple':
@@ -269,10 +274,6 @@ def while_trip_count(
     if start is None or step is None:
         return None
     return _trips(start, bound, step, relation)
-
-
-def _root(computation: HloComputation) -> HloInstruction | None:
-    return next((i for i in computation.instructions.values() if i.is_root), None)
 
 
 def _through_copies(computation: HloComputation, name: str) -> HloInstruction | None:
