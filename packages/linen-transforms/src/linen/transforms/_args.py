@@ -9,6 +9,7 @@ scope standing for its own. The objects leave the arguments as empty pytrees
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import jax
@@ -101,7 +102,7 @@ def extract_fields(module: Any, objects: list) -> dict:
     updates = {}
     for name in field_names(type(module)):
         value = module.__dict__.get(name)
-        if not isinstance(value, (Module, Variable, list, tuple, dict)):
+        if not isinstance(value, (Module, Variable, list, tuple, Mapping)):
             continue
 
         def take(x):

@@ -9,7 +9,7 @@ same compiled functions.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -130,7 +130,7 @@ def _field_key(value: Any) -> Any:
             return value
         fields = tuple(_field_key(value.__dict__[f]) for f in field_names(type(value)))
         return ('Module', type(value), value.name, fields)
-    if isinstance(value, (list, tuple, dict)) and value:
+    if isinstance(value, (list, tuple, Mapping)) and value:
         leaves = jax.tree_util.tree_leaves(value, is_leaf=_is_module)
         if any(isinstance(x, Module) for x in leaves):
             return jax.tree_util.tree_map(_field_key, value, is_leaf=_is_module)

@@ -9,7 +9,7 @@ module bound to the transform's inner scope, through the ordinary dispatcher.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -174,7 +174,7 @@ def readopted(module: Any, attrs: dict) -> dict:
         if isinstance(value, Module):
             if value.parent is module:
                 out[name] = _unbound_copy(value)
-        elif isinstance(value, (list, tuple, dict)) and value:
+        elif isinstance(value, (list, tuple, Mapping)) and value:
 
             def fresh(x):
                 if isinstance(x, Module) and x.parent is module:
