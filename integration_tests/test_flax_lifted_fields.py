@@ -326,21 +326,29 @@ def test_dict_field_submodules_under_remat_differentiate_as_flax():
 
 
 def test_dict_field_submodules_under_jit_live_under_the_jitted_module():
-    """Flax's variable tree; the values of the un-jitted program (nn.jit keeps the
-    parameters a key gives, D1)."""
+    """Built in a parent's ``setup`` (a jitted block of a model): Flax's variable tree,
+    and the values of the un-jitted program (nn.jit keeps the parameters a key gives, D1).
+    Before, the field's submodules wrote the caller's variables from inside the trace."""
     x = jnp.linspace(-1.0, 1.0, 6, dtype=jnp.float32).reshape(2, 3)
     trees = {}
     for nn, jit in ((flax_nn, True), (linen_nn, True), (linen_nn, False)):
         Counted, Pair, _ = dict_field_modules(nn)
         cls = nn.jit(Pair) if jit else Pair
-        model = cls({'first': Counted(), 'second': Counted()})
-        variables = model.init(jax.random.key(0), x)
-        y, state = model.apply(variables, x, mutable='counter')
+
+        class Parent(nn.Module):
+            def setup(self, cls=cls, Counted=Counted):
+                self.pair = cls({'first': Counted(), 'second': Counted()})
+
+            def __call__(self, x):
+                return self.pair(x)
+
+        variables = Parent().init(jax.random.key(0), x)
+        y, state = Parent().apply(variables, x, mutable='counter')
         trees[nn, jit] = (dict(variables), y, dict(state))
     assert shapes(trees[linen_nn, True][0]) == shapes(trees[flax_nn, True][0])
     (lv, ly, ls), (pv, py, ps) = trees[linen_nn, True], trees[linen_nn, False]
     assert_same((lv, ls), (pv, ps))
     # A compiled program may round differently from op-by-op execution.
     np.testing.assert_allclose(ly, py, rtol=1e-6)
-    assert float(ls['counter']['layers_second']['calls']) == 2.0
-    np.testing.assert_allclose(ly, _pair_reference(lv['params'], x), rtol=1e-6)
+    assert float(ls['counter']['pair']['layers_second']['calls']) == 2.0
+    np.testing.assert_allclose(ly, _pair_reference(lv['params']['pair'], x), rtol=1e-6)
