@@ -690,7 +690,9 @@ class Child:
     # must match Flax's: 'clash' (compact: two children named 'dup'), 'kwarg'
     # (setup: name= on a submodule assigned to an attribute).
     naming: str = 'auto'
-    storage: str = 'attr'  # setup: 'attr' | 'list' | 'dict'; either style: 'field'
+    # setup: 'attr' | 'list' | 'dict'; either style: 'field' (a dataclass field of its
+    # own) or 'fdict' (an entry of one dict field, which Module assignment freezes)
+    storage: str = 'attr'
     combine: str = 'seq'  # 'residual': x + child(x); 'twice': one instance called twice
 
 
@@ -713,13 +715,16 @@ class Container(Node):
     def render(self, src: Source) -> Ctor:
         name = src.fresh('Block')
         fields, field_args, setup, calls = [], [], [], []
-        lists: dict[str, list[str]] = {'layers': [], 'blocks': []}
+        lists: dict[str, list[str]] = {'layers': [], 'blocks': [], 'subs': []}
         for i, child in enumerate(self.children):
             ctor = child.node.render(src)
             if child.storage == 'field':
                 fields.append(f'    sub{i}: nn.Module')
                 field_args.append(f'sub{i}={ctor.call()}')
                 ref = f'self.sub{i}'
+            elif child.storage == 'fdict':
+                ref = f"self.subs['k{i}']"
+                lists['subs'].append(f"'k{i}': {ctor.call()}")
             elif self.style == 'setup':
                 if child.storage == 'list':
                     ref = f'self.layers[{len(lists["layers"])}]'
@@ -750,6 +755,9 @@ class Container(Node):
             setup.append(f'self.layers = [{", ".join(lists["layers"])}]')
         if lists['blocks']:
             setup.append(f'self.blocks = {{{", ".join(lists["blocks"])}}}')
+        if lists['subs']:
+            fields.append('    subs: dict')
+            field_args.append(f'subs={{{", ".join(lists["subs"])}}}')
         lines = [f'class {name}(nn.Module):', *fields]
         if self.style == 'setup':
             lines.append('    def setup(self):')
@@ -783,7 +791,8 @@ class Container(Node):
                 self,
                 style='compact',
                 children=tuple(
-                    replace(c, storage='attr') if c.storage != 'field' else c for c in self.children
+                    c if c.storage in ('field', 'fdict') else replace(c, storage='attr')
+                    for c in self.children
                 ),
             )
         if self.head:
@@ -810,7 +819,7 @@ class Container(Node):
             node = draw_node(rng, ctx.down())
             storage = 'attr'
             if rng.random() < 0.2:
-                storage = 'field'
+                storage = 'field' if rng.random() < 0.7 else 'fdict'
             elif style == 'setup':
                 storage = rng.choice(['attr', 'attr', 'list', 'dict'])
             naming = 'explicit' if style == 'compact' and rng.random() < 0.4 else 'auto'
