@@ -29,7 +29,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-# The newest Flax whose source distribution (with its tests) is on the index.
+# The Flax whose tests the issues' figures come from (the Flax that JAX 0.10 resolves to).
+# Newer sdists are on the index too: `--flax-version 0.12.12` runs that release's tests.
 FLAX_TESTS_VERSION = '0.12.8'
 SUITES = ('tests/linen', 'tests/core')
 
