@@ -44,7 +44,8 @@ if __name__ == '__main__':
 
 
 def _triple_quoted(text: str) -> str:
-    return "'''\\\n" + text.replace('\\', '\\\\').replace("'''", "\\'\\'\\'") + "'''"
+    # Double quotes: what `ruff format` (`nox -s lint`) writes for a triple-quoted string.
+    return '"""\\\n' + text.replace('\\', '\\\\').replace('"""', '\\"\\"\\"') + '"""'
 
 
 def write_reproducer(klass: str, diff: Difference, source: str, seed: str, out: Path) -> Path:

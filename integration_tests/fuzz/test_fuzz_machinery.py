@@ -189,3 +189,33 @@ def test_axis_name_batch_norms_are_drawn_only_below_a_vmap_naming_the_axis():
         check(program.root, False)
         drawn += any(f.startswith('layer.BatchNormAxis') for f in program.features())
     assert drawn
+
+
+def test_a_written_reproducer_holds_the_program_as_ruff_formats_it(tmp_path):
+    from integration_tests.fuzz.reproduce import load, write_reproducer
+
+    (diff,) = compare_outcomes(
+        'init', Outcome(canonical({'w': jnp.ones(3)})), Outcome(canonical({'w': jnp.zeros(3)}))
+    )
+    source = 'a = """x"""\nb = \'\'\'y\'\'\'\nc = "\\\\n"\nd = 1\n'
+    path = write_reproducer('init/values/x', diff, source, 'seed t, program 0', tmp_path)
+    assert 'SOURCE = """\\\n' in path.read_text()  # the quotes `ruff format` writes
+    assert load(path)['SOURCE'] == source
+
+
+def test_dict_field_children_under_a_vmap_run_alike_in_flax_and_linen():
+    """A container's ``fdict`` children sit in one dict field, which Module assignment
+    freezes (in Flax and linen alike); under a lifted transform the grammar found F28."""
+    from integration_tests.fuzz.lifted import Lifted
+
+    Leaf = grammar.Leaf
+    block = grammar.Container(
+        'compact',
+        (grammar.Child(Leaf('Dense'), storage='fdict'),
+         grammar.Child(grammar.Custom(('variable',)), storage='fdict')),
+    )  # fmt: skip
+    program = Program(Lifted('vmap', block), 2)
+    source = program.source()
+    assert '    subs: dict' in source and "self.subs['k0']" in source
+    assert {'children.fdict', 'lift.vmap'} <= program.features()
+    assert runner.differences(source) == []

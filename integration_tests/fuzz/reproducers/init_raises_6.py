@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 CLASS = 'init/raises/children.fdict+container.compact+layer.Dense+lift.jit'
 STAGE = 'init'
 KIND = 'raises'
-SOURCE = '''\
+SOURCE = """\
 # A generated Linen program (integration_tests/fuzz, seed fd, program 479).
 import jax
 import jax.numpy as jnp
@@ -45,7 +45,7 @@ class Block1(nn.Module):
 
 def make_model():
     return Block1()
-'''
+"""
 
 if __name__ == '__main__':
     from integration_tests.fuzz.reproduce import main

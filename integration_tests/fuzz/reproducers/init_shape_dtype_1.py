@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 CLASS = 'init/shape-dtype/children.fdict+container.compact+custom.compact+custom.variable+lift.vmap'
 STAGE = 'init'
 KIND = 'shape-dtype'
-SOURCE = '''\
+SOURCE = """\
 # A generated Linen program (integration_tests/fuzz, seed fd, program 461).
 import jax
 import jax.numpy as jnp
@@ -52,7 +52,7 @@ Vmapped3 = nn.vmap(
 
 def make_model():
     return Vmapped3(subs={'k0': Custom2()})
-'''
+"""
 
 if __name__ == '__main__':
     from integration_tests.fuzz.reproduce import main
