@@ -67,6 +67,40 @@ ERRORS = {
         layer_errors.LayerPaddingError,
         None,
     ),
+    # A padding string Flax hands to lax, which raises RuntimeError for it: ours is a
+    # RuntimeError too (and a LayerPaddingError, a ValueError).
+    'conv_unknown_padding': (
+        lambda nn: nn.Conv(4, (3,), padding='WRAP').init(KEY, jnp.ones((1, 8, 3))),
+        layer_errors.LayerPaddingStringError,
+        None,
+    ),
+    'conv_lowercase_circular': (
+        lambda nn: nn.Conv(4, (3,), padding='circular').init(KEY, jnp.ones((1, 8, 3))),
+        layer_errors.LayerPaddingStringError,
+        None,
+    ),
+    'conv_transpose_causal': (
+        lambda nn: nn.ConvTranspose(4, (3,), padding='CAUSAL').init(KEY, jnp.ones((1, 8, 3))),
+        layer_errors.LayerPaddingStringError,
+        None,
+    ),
+    'max_pool_unknown_padding': (
+        lambda nn: nn.max_pool(jnp.ones((1, 8, 3)), (2,), padding='FULL'),
+        layer_errors.LayerPaddingStringError,
+        None,
+    ),
+    # Flax asserts that the groups divide the input features: an AssertionError too.
+    'conv_feature_groups_do_not_divide': (
+        lambda nn: nn.Conv(4, (3,), feature_group_count=3).init(KEY, jnp.ones((1, 8, 2))),
+        layer_errors.LayerFeatureGroupError,
+        None,
+    ),
+    # Flax has no grouped local convolution: a NotImplementedError too.
+    'conv_local_feature_groups': (
+        lambda nn: nn.ConvLocal(4, (3,), feature_group_count=2).init(KEY, jnp.ones((1, 8, 4))),
+        layer_errors.LocalConvFeatureGroupError,
+        None,
+    ),
     'conv_mask_shape': (
         lambda nn: nn.Conv(4, (3,), mask=jnp.ones((2, 3, 4))).init(KEY, jnp.ones((1, 8, 3))),
         layer_errors.LayerMaskShapeError,

@@ -256,6 +256,9 @@ POOL_CASES = [
     ('avg_pool', dict(window_shape=(3, 3), strides=(2, 2), padding='SAME')),
     ('avg_pool', dict(window_shape=(3, 3), padding='SAME', count_include_pad=False)),
     ('avg_pool', dict(window_shape=(2, 2), padding=((1, 1), (0, 1)), count_include_pad=False)),
+    # lax reads its padding strings in any case, so Flax's pools take 'same'.
+    ('max_pool', dict(window_shape=(3, 2), strides=(2, 1), padding='same')),
+    ('avg_pool', dict(window_shape=(2, 3), padding='valid', count_include_pad=False)),
 ]
 
 

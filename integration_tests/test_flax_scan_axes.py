@@ -278,3 +278,79 @@ def test_vmap_in_out_markers_as_flax(case):
         _assert_same(ours[1], theirs[1])
     else:
         assert ours[1] == theirs[1]
+
+
+# ---------------------------------------------------------- scans of zero steps
+
+
+def _zero_step_scan(nn, rule):
+    class Cell(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            c = nn.Dense(2)(c) + x
+            return c, 2.0 * c
+
+    rules = {
+        'no_variables': dict(),
+        'broadcast_params': dict(variable_broadcast='params', split_rngs={'params': False}),
+        'stacked_params': dict(variable_axes={'params': 0}, split_rngs={'params': True}),
+        'stacked_params_axis_1': dict(
+            variable_axes={'params': 0}, split_rngs={'params': True}, in_axes=1, out_axes=1
+        ),
+        'stacked_params_axis_minus_1': dict(
+            variable_axes={'params': 0}, split_rngs={'params': True}, in_axes=-1, out_axes=-1
+        ),
+    }
+    if rule == 'no_variables':
+
+        class Sum(nn.Module):
+            @nn.compact
+            def __call__(self, c, x):
+                return c + x, x
+
+        return nn.scan(Sum)()
+    return nn.scan(Cell, **rules[rule])()
+
+
+@pytest.mark.parametrize(
+    'rule',
+    [
+        'no_variables',
+        'broadcast_params',
+        'stacked_params',
+        'stacked_params_axis_1',
+        'stacked_params_axis_minus_1',
+    ],
+)
+def test_a_scan_over_zero_steps_as_flax(rule):
+    # JAX's scan runs zero steps; Flax traces the body only for its structure. linen's
+    # first step (run before the loop) took slice 0 of the empty axis: IndexError.
+    xs = jnp.ones((2, 0)) if 'axis' in rule else jnp.ones((0, 2))
+    c = jnp.linspace(-1.0, 1.0, 2)
+
+    def run(nn):
+        model = _zero_step_scan(nn, rule)
+        variables = model.init(jax.random.key(0), c, xs)
+        return _np(variables), _np(model.apply(variables, c, xs))
+
+    (v_ours, out_ours), (v_theirs, out_theirs) = run(linen_nn), run(flax_nn)
+    _assert_same(v_ours, v_theirs)
+    _assert_same(out_ours, out_theirs)
+    np.testing.assert_array_equal(out_ours[0], c)  # no step ran: the carry comes back
+    assert out_ours[1].shape == xs.shape
+    if rule.startswith('stacked'):
+        assert v_ours['params']['Dense_0']['kernel'].shape == (0, 2, 2)
+
+
+def test_an_rnn_over_zero_time_steps_as_flax():
+    x = jnp.ones((1, 0, 2))
+
+    def run(nn):
+        rnn = nn.RNN(nn.LSTMCell(3))
+        variables = rnn.init(jax.random.key(0), x)
+        return _np(variables), _np(rnn.apply(variables, x))
+
+    (v_ours, y_ours), (v_theirs, y_theirs) = run(linen_nn), run(flax_nn)
+    _assert_same(v_ours, v_theirs)
+    _assert_same(y_ours, y_theirs)
+    assert y_ours.shape == (1, 0, 3)

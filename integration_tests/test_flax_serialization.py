@@ -81,3 +81,43 @@ def test_flax_raw_prng_key_restores_into_typed_key_target():
     out = serialization.from_bytes({'rng': jax.random.key(0)}, data)
     assert jax.dtypes.issubdtype(out['rng'].dtype, jax.dtypes.prng_key)
     assert np.array_equal(jax.random.key_data(out['rng']), jax.random.PRNGKey(3))
+
+
+# What a checkpoint holds where the target has an array of another shape, or no array:
+# Flax's readers return it as stored (they check keys, not shapes; google/flax#2436),
+# and a program may rely on it (a target built with placeholder shapes).
+MISMATCHES = {
+    'other_shape': ({'w': jnp.zeros((3, 4))}, {'w': np.arange(6, dtype=np.float32).reshape(2, 3)}),
+    'scalar_placeholder': ({'w': jnp.zeros(())}, {'w': np.ones((2, 2), np.int8)}),
+    'dict_for_array': ({'w': jnp.zeros(2)}, {'w': {'a': np.ones(2, np.float32), 'b': 1}}),
+    'string_for_array': ({'w': jnp.zeros(2)}, {'w': 'not an array'}),
+}
+
+
+@pytest.mark.parametrize('case', list(MISMATCHES))
+def test_a_mismatched_leaf_restores_as_stored_as_in_flax(case):
+    target, stored = MISMATCHES[case]
+    data = flax_serialization.to_bytes(stored)
+    theirs = flax_serialization.from_bytes(target, data)
+    _assert_same_leaves(serialization.from_bytes(target, data), theirs)
+    state = flax_serialization.msgpack_restore(data)
+    _assert_same_leaves(
+        serialization.from_state_dict(target, state),
+        flax_serialization.from_state_dict(target, state),
+    )
+    _assert_same_leaves(theirs, stored)  # the oracle's own reading: what was stored
+
+
+@pytest.mark.parametrize('case', list(MISMATCHES))
+def test_strict_restore_refuses_a_mismatched_leaf_naming_it(case):
+    from linen.core.config import config
+    from linen.core.errors import InvalidCheckpointError
+
+    target, stored = MISMATCHES[case]
+    data = serialization.to_bytes(stored)
+    config.update('linen_strict_restore', True)
+    try:
+        with pytest.raises(InvalidCheckpointError, match=r'path \./w'):
+            serialization.from_bytes(target, data)
+    finally:
+        config.update('linen_strict_restore', False)

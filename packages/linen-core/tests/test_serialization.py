@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from linen.core import serialization
+from linen.core.config import config
 from linen.core.errors import InvalidCheckpointError
 from linen.core.frozen_dict import FrozenDict
 
@@ -199,14 +200,29 @@ def test_missing_key_names_path():
         serialization.from_state_dict(target, {'a': {'q': 3}})
 
 
-def test_shape_mismatch_names_path():
+@pytest.fixture
+def strict_restore():
+    config.update('linen_strict_restore', True)
+    yield
+    config.update('linen_strict_restore', False)
+
+
+def test_shape_mismatch_is_returned_as_stored_like_flax():
+    # google/flax#2436: Flax's from_bytes does not check shapes.
+    target = {'layer': {'kernel': jnp.zeros((3, 4))}}
+    data = serialization.to_bytes({'layer': {'kernel': np.zeros((4, 3), np.float32)}})
+    assert serialization.from_bytes(target, data)['layer']['kernel'].shape == (4, 3)
+    assert serialization.from_state_dict({'w': jnp.zeros(2)}, {'w': {'x': 1}}) == {'w': {'x': 1}}
+
+
+def test_shape_mismatch_names_path(strict_restore):
     target = {'layer': {'kernel': jnp.zeros((3, 4))}}
     data = serialization.to_bytes({'layer': {'kernel': np.zeros((4, 3), np.float32)}})
     with pytest.raises(InvalidCheckpointError, match=r'path \./layer/kernel.*\(3, 4\).*\(4, 3\)'):
         serialization.from_bytes(target, data)
 
 
-def test_list_length_mismatch_and_structure_mismatch():
+def test_list_length_mismatch_and_structure_mismatch(strict_restore):
     with pytest.raises(InvalidCheckpointError, match='size of the list .* got 2 and 1'):
         serialization.from_state_dict([1, 2], {'0': 1})
     with pytest.raises(
@@ -274,8 +290,12 @@ def test_register_serialization_state_custom_type():
     assert out.v.tolist() == [1.0, 1.0]
     with pytest.raises(ValueError, match='already registered'):
         serialization.register_serialization_state(Box, lambda b: b, lambda b, s: s)
-    with pytest.raises(InvalidCheckpointError, match=r'path \./v'):
-        serialization.from_state_dict(Box(jnp.zeros(2)), {'v': np.zeros(3)})
+    config.update('linen_strict_restore', True)
+    try:
+        with pytest.raises(InvalidCheckpointError, match=r'path \./v'):
+            serialization.from_state_dict(Box(jnp.zeros(2)), {'v': np.zeros(3)})
+    finally:
+        config.update('linen_strict_restore', False)
 
 
 def _boxed_params(features):
@@ -291,7 +311,7 @@ def _boxed_params(features):
     }
 
 
-def test_from_bytes_onto_a_boxed_target_of_another_shape_names_path_and_shapes():
+def test_from_bytes_onto_a_boxed_target_of_another_shape_names_path_and_shapes(strict_restore):
     stored = serialization.to_bytes(_boxed_params(3))
     with pytest.raises(
         InvalidCheckpointError,

@@ -436,10 +436,19 @@ def test_conv_errors():
     with pytest.raises(LayerPaddingError, match='only 1-D convolutions'):
         Conv(2, (3, 3), padding='CAUSAL').init(KEY, jnp.ones((1, 5, 5, 4)))
     with pytest.raises(LayerPaddingError, match='unknown padding string'):
-        Conv(2, (3,), padding='same').init(KEY, x)
+        Conv(2, (3,), padding='WRAP').init(KEY, x)
+    with pytest.raises(RuntimeError, match='Unrecognized padding type'):  # as lax's, under Flax
+        Conv(2, (3,), padding='circular').init(KEY, x)
+    # lax reads its own padding strings in any case, so Flax (and linen) take 'same'.
+    v = Conv(2, (3,), padding='SAME').init(KEY, x)
+    assert jnp.array_equal(
+        Conv(2, (3,), padding='same').apply(v, x), Conv(2, (3,), padding='SAME').apply(v, x)
+    )
     with pytest.raises(LayerPaddingError, match='2 entries for 1 spatial'):
         Conv(2, (3,), padding=[1, 2]).init(KEY, x)
     with pytest.raises(LayerInputShapeError, match='not divisible by feature_group_count=3'):
+        Conv(3, (3,), feature_group_count=3).init(KEY, x)
+    with pytest.raises(AssertionError):  # Flax asserts
         Conv(3, (3,), feature_group_count=3).init(KEY, x)
     with pytest.raises(LayerArgumentError, match=r'strides=\(1, 2\) has 2 entries'):
         Conv(3, (3,), strides=(1, 2)).init(KEY, x)

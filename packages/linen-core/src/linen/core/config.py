@@ -82,6 +82,14 @@ _FLAGS = {
             'Raise (instead of warning once) on logical axis rules that cannot be right.',
         ),
         Flag(
+            'linen_strict_restore',
+            'LINEN_STRICT_RESTORE',
+            False,
+            'Make from_state_dict/from_bytes raise InvalidCheckpointError when a stored array '
+            "does not have the target's shape, or the target's array is stored as a dict or "
+            'other non-array (as Flax, by default the stored value is returned unchecked).',
+        ),
+        Flag(
             'linen_preserve_adopted_names',
             'LINEN_PRESERVE_ADOPTED_NAMES',
             False,

@@ -21,8 +21,11 @@ as the map ``{'__linen_prng_key__': True, 'impl': <name>, 'key_data': <uint32
 array>}``: Flax reads that back as a plain dict, and this module as a key array.
 
 Malformed bytes, and a state dict that does not fit the target (missing keys,
-wrong lengths or shapes), raise :class:`~linen.core.errors.InvalidCheckpointError`
-naming the path in the tree. The reader trusts nothing in the bytes: a declared
+wrong list lengths), raise :class:`~linen.core.errors.InvalidCheckpointError`
+naming the path in the tree. A leaf stored where the target has an array of another
+shape (or a dict, or a string) comes back as it is stored, as from Flax's readers;
+the flag ``linen_strict_restore`` (env ``LINEN_STRICT_RESTORE``) refuses it, naming
+the path and both shapes, and :func:`check_restore_shapes` checks on request. The reader trusts nothing in the bytes: a declared
 shape must be non-negative and match the payload's length before anything is
 allocated, dtype names are looked up (never parsed, so no ``object`` or
 structured dtype gets in), and any failure of the decoder is reported as
@@ -46,6 +49,7 @@ import numpy as np
 if TYPE_CHECKING:
     import msgpack
 
+from linen.core.config import config
 from linen.core.errors import InvalidCheckpointError
 from linen.core.frozen_dict import FrozenDict
 
@@ -198,7 +202,8 @@ def check_restore_shapes(target: Any, stored: Any) -> None:
 
     Run it before restoring with a library that checks shapes without naming the
     variable (orbax says only "Requested shape (5,) is not compatible with the
-    stored shape (3,)"); ``from_state_dict``/``from_bytes`` check on their own.
+    stored shape (3,)"), or before ``from_state_dict``/``from_bytes``, which as in Flax
+    return a stored array of another shape as it is (unless ``linen_strict_restore``).
 
     Args:
         target: what will be restored into: arrays, ``jax.ShapeDtypeStruct`` s,
@@ -248,7 +253,8 @@ def _check_mapping(state: Any, what: str) -> None:
 def _restore_leaf(target: Any, state: Any) -> Any:
     if not hasattr(target, 'shape'):
         return state
-    if isinstance(state, dict):
+    strict = config.linen_strict_restore
+    if strict and isinstance(state, dict):
         raise InvalidCheckpointError(
             f'Expected an array of shape {tuple(target.shape)} at path {current_path()}, '
             f'found a dict with keys {sorted(state, key=str)[:5]}. The checkpoint has a different '
@@ -265,6 +271,11 @@ def _restore_leaf(target: Any, state: Any) -> Any:
                 f'Cannot restore a PRNG key array at path {current_path()} from raw data '
                 f'of shape {tuple(state.shape)} and dtype {state.dtype}: {e}'
             ) from e
+    if not strict:
+        # As Flax (google/flax#2436): the stored value is returned as it is; a shape
+        # that does not fit the model fails when the variables are used (apply's
+        # ScopeParamShapeError). check_restore_shapes, or linen_strict_restore, checks here.
+        return state
     shape = getattr(state, 'shape', None)
     if shape is None and not isinstance(state, (bool, int, float, complex)):
         raise InvalidCheckpointError(

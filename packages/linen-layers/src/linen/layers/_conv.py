@@ -28,10 +28,12 @@ from linen.layers._staged import one_op_exact, staged
 from linen.layers._typing import Array, Dtype
 from linen.layers.errors import (
     LayerArgumentError,
+    LayerFeatureGroupError,
     LayerInputRankError,
-    LayerInputShapeError,
     LayerMaskShapeError,
     LayerPaddingError,
+    LayerPaddingStringError,
+    LocalConvFeatureGroupError,
     describe_layer,
 )
 from linen.module import Module, compact
@@ -62,6 +64,8 @@ def _broadcast_spatial(value, n: int, what: str, layer) -> tuple[int, ...]:
 
 
 _PADDING_STRINGS = ('SAME', 'SAME_LOWER', 'VALID', 'CIRCULAR', 'REFLECT', 'CAUSAL')
+# The strings lax itself pads by; lax reads them in any case ('same'), so Flax does too.
+_LAX_PADDING_STRINGS = ('SAME', 'SAME_LOWER', 'VALID')
 # How jnp.pad extends the input for the padding modes lax has no name for.
 _PAD_MODES = {'CIRCULAR': 'wrap', 'REFLECT': 'reflect'}
 
@@ -92,8 +96,10 @@ def canonicalize_padding(padding: PaddingLike, rank: int):
 def _canonical_padding(padding, n: int, layer):
     """A padding string, or a list of ``n`` ``(low, high)`` pairs."""
     if isinstance(padding, str):
+        if padding.upper() in _LAX_PADDING_STRINGS:
+            return padding  # as given: lax reads it, as under Flax
         if padding not in _PADDING_STRINGS:
-            raise LayerPaddingError(_describe(layer), padding, 'unknown padding string')
+            raise LayerPaddingStringError(_describe(layer), padding, 'unknown padding string')
         return padding
     if isinstance(padding, int):
         return [(padding, padding)] * n
@@ -233,8 +239,8 @@ class _ConvBase(Module):
 
         in_features = inputs.shape[-1]
         groups = self.feature_group_count
-        if in_features % groups:
-            raise LayerInputShapeError(
+        if in_features % groups and self.shared_weights:
+            raise LayerFeatureGroupError(
                 describe_layer(self),
                 f'{in_features} input features are not divisible by feature_group_count={groups}',
                 'Use a feature_group_count that divides the input features.',
@@ -245,11 +251,7 @@ class _ConvBase(Module):
             kernel_shape = (*kernel_size, in_features // groups, self.features)
         else:
             if groups != 1:
-                raise LayerArgumentError(
-                    describe_layer(self),
-                    f'feature_group_count={groups} is not supported by a local convolution',
-                    'Use feature_group_count=1, or Conv.',
-                )
+                raise LocalConvFeatureGroupError(describe_layer(self), groups)
             out_shape = jax.eval_shape(
                 lambda x: lax.conv_general_dilated_patches(
                     x,
@@ -439,7 +441,7 @@ class ConvTranspose(Module):
 
         padding = _canonical_padding(self.padding, n, self)
         if padding in ('CAUSAL', 'REFLECT'):
-            raise LayerPaddingError(
+            raise LayerPaddingStringError(
                 describe_layer(self),
                 padding,
                 f'a transposed convolution has no {padding.lower()} form (Flax has none either)',

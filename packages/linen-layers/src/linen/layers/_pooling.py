@@ -13,7 +13,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from linen.layers.errors import LayerArgumentError, LayerInputRankError, LayerPaddingError
+from linen.layers.errors import (
+    LayerArgumentError,
+    LayerInputRankError,
+    LayerPaddingError,
+    LayerPaddingStringError,
+)
 
 __all__ = [
     'avg_pool',
@@ -25,8 +30,10 @@ __all__ = [
 
 def _window_padding(padding, n: int, fn: str):
     if isinstance(padding, str):
-        if padding not in ('SAME', 'VALID', 'SAME_LOWER'):
-            raise LayerPaddingError(
+        # lax reads its padding strings in any case ('same'), as under Flax; it raises
+        # RuntimeError for any other string.
+        if padding.upper() not in ('SAME', 'VALID', 'SAME_LOWER'):
+            raise LayerPaddingStringError(
                 fn, padding, 'pooling takes "SAME", "VALID" or (low, high) pairs'
             )
         return padding

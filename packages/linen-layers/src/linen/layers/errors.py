@@ -22,11 +22,14 @@ __all__ = [
     'InvalidGroupsError',
     'InvalidMaskShapeError',
     'LayerArgumentError',
+    'LayerFeatureGroupError',
     'LayerInputDtypeError',
     'LayerInputRankError',
     'LayerInputShapeError',
     'LayerMaskShapeError',
     'LayerPaddingError',
+    'LayerPaddingStringError',
+    'LocalConvFeatureGroupError',
     'MissingUseRunningAverageError',
     'QkvFeaturesNotDivisibleError',
     'RNNCarryShapeError',
@@ -106,6 +109,41 @@ class LayerInputShapeError(LinenError, ValueError):
         super().__init__(f'{layer}: {problem}. {fix}')
 
 
+class LayerFeatureGroupError(LayerInputShapeError, AssertionError):
+    """Also an ``AssertionError``: Flax checks this with ``assert``.
+
+    The input features are not a multiple of ``feature_group_count``.
+
+    >>> layer = nn.Conv(4, (3,), feature_group_count=2)  # 3 input features, 2 groups
+    >>> layer.init(jax.random.key(0), jnp.ones((1, 8, 3)))
+    Traceback (most recent call last):
+    ...
+    LayerFeatureGroupError: ...
+    """
+
+
+class LocalConvFeatureGroupError(LayerArgumentError, NotImplementedError):
+    """Also a ``NotImplementedError``, as Flax's: ``ConvLocal`` with ``feature_group_count != 1``.
+
+    >>> layer = nn.ConvLocal(4, (3,), feature_group_count=2)
+    >>> layer.init(jax.random.key(0), jnp.ones((1, 8, 4)))
+    Traceback (most recent call last):
+    ...
+    LocalConvFeatureGroupError: ...
+    """
+
+    def __init__(self, layer: str, groups: int):
+        super().__init__(
+            layer,
+            f'feature_group_count={groups} is not supported by a local convolution',
+            'Use feature_group_count=1, or Conv.',
+            flax_text=(
+                '`lax.conv_general_dilated_local` does not support `feature_group_count != 1`, '
+                f'got `{groups}`.'
+            ),
+        )
+
+
 class LayerMaskShapeError(LinenError, ValueError):
     """A weight mask does not have the shape of the weights it masks.
 
@@ -147,6 +185,32 @@ class LayerPaddingError(LinenError, ValueError):
                 '"CIRCULAR", "REFLECT", "CAUSAL" (1-D convolutions only), an int, or one int '
                 'or (low, high) pair per spatial dimension.',
             )
+        )
+
+
+class LayerPaddingStringError(LayerPaddingError, RuntimeError):
+    """Also a ``RuntimeError``: Flax passes a padding string it does not handle itself
+    on to ``lax``, which raises ``RuntimeError`` for it.
+
+    A padding string no layer knows (``'WRAP'``, or ``'circular'``: only lax's own
+    ``'SAME'``, ``'SAME_LOWER'`` and ``'VALID'`` may be written in any case), or one a
+    transposed convolution has no form of (``'CAUSAL'``, ``'REFLECT'``).
+
+    >>> nn.Conv(4, (3,), padding='WRAP').init(jax.random.key(0), jnp.ones((1, 8, 3)))
+    Traceback (most recent call last):
+    ...
+    LayerPaddingStringError: ...
+    """
+
+    def __init__(self, layer: str, padding, problem: str):
+        super().__init__(
+            layer,
+            padding,
+            problem,
+            flax_text=(
+                "Unrecognized padding type: expected 'VALID', 'SAME', or 'SAME_LOWER', "
+                f'got {padding}.'
+            ),
         )
 
 

@@ -154,6 +154,20 @@ class _Inputs(NamedTuple):
     paths: list
 
 
+def _first_slice(a, ax: int):
+    """Slice 0 of ``a`` along ``ax``: the first step's input to the step run before the loop.
+
+    An empty axis (a scan of zero steps) gives zeros of a slice's shape: the loop runs
+    no step, and that step's values serve only its structure, as Flax traces the body
+    abstractly there.
+    """
+    a = jnp.asarray(a)
+    ax %= a.ndim
+    if a.shape[ax] == 0:
+        return jnp.zeros(a.shape[:ax] + a.shape[ax + 1 :], a.dtype)
+    return jnp.take(a, 0, axis=ax)
+
+
 class _Scan:
     """One lifted ``scan``: its options, resolved once, and ``call``, the lifted function."""
 
@@ -281,7 +295,7 @@ class _Scan:
         first = tuple(
             x
             if ax is broadcast
-            else jax.tree_util.tree_map(lambda a, ax=ax: jnp.take(a, 0, axis=ax), x)
+            else jax.tree_util.tree_map(lambda a, ax=ax: _first_slice(a, ax), x)
             for x, ax in zip(xs, in_spec)
         )
         variables = _first_step_variables(ins)
@@ -394,7 +408,7 @@ def _first_step_variables(ins: _Inputs) -> list:
     for b, c, r, axes in zip(ins.bcast_vars, ins.carry_vars, ins.rest_vars, ins.axis_vars):
         v = {**b, **c, **r}
         for g in axes:
-            v.update(jax.tree_util.tree_map(lambda a: a[0], g))
+            v.update(jax.tree_util.tree_map(lambda a: _first_slice(a, 0), g))
         variables.append(v)
     return variables
 
