@@ -226,6 +226,84 @@ def test_layer_error_starts_with_flax_sentence(case):
     assert len(str(ours)) > len(lead) + 20  # then where and how to fix
 
 
+# Where Flax's error is whatever JAX or Python meets on the way (an IndexError of a
+# shape tuple, an assert, a dot_general's TypeError), linen's typed error is that
+# builtin too, so `except` clauses written for Flax catch it; its text is linen's own.
+_Q = jnp.ones((2, 3, 2, 4))  # (batch, length, heads, depth)
+
+
+def _lstm_with_carry(carry_c):
+    def program(nn):
+        cell = nn.ConvLSTMCell(4, (3,))
+        x = jnp.ones((1, 6, 2))
+        carry = cell.initialize_carry(KEY, x.shape)
+        variables = cell.init(KEY, carry, x)
+        return cell.apply(variables, (carry_c, carry[1]), x)
+
+    return program
+
+
+def _attend(nn):
+    embed = nn.Embed(5, 4)
+    variables = embed.init(KEY, jnp.ones((2,), jnp.int32))
+    return embed.apply(variables, jnp.ones((2, 3)), method='attend')
+
+
+BUILTINS = {
+    'layer_norm_axis_out_of_range': (
+        lambda nn: nn.LayerNorm(feature_axes=3).init(KEY, jnp.ones((2, 4))),
+        layer_errors.InvalidFeatureAxesError,
+    ),
+    'rms_norm_axis_out_of_range': (
+        lambda nn: nn.RMSNorm(feature_axes=2).init(KEY, jnp.ones((2, 4))),
+        layer_errors.InvalidFeatureAxesError,
+    ),
+    'batch_norm_axis_out_of_range': (
+        lambda nn: nn.BatchNorm(use_running_average=False, axis=3).init(KEY, X3),
+        layer_errors.InvalidFeatureAxesError,
+    ),
+    'attention_ranks_differ': (
+        lambda nn: nn.dot_product_attention(_Q, jnp.ones((2, 3, 4)), _Q),
+        layer_errors.AttentionInputShapeError,
+    ),
+    'attention_depths_differ': (
+        lambda nn: nn.dot_product_attention(_Q, jnp.ones((2, 3, 2, 5)), _Q),
+        layer_errors.AttentionInputShapeError,
+    ),
+    'attention_batches_differ': (
+        lambda nn: nn.dot_product_attention(_Q, jnp.ones((3, 3, 2, 4)), jnp.ones((3, 3, 2, 4))),
+        layer_errors.AttentionInputShapeError,
+    ),
+    'attention_key_value_lengths_differ': (
+        lambda nn: nn.dot_product_attention(_Q, _Q, jnp.ones((2, 4, 2, 4))),
+        layer_errors.AttentionInputShapeError,
+    ),
+    'attention_rank_2_query': (
+        lambda nn: nn.dot_product_attention(jnp.ones((3, 4)), jnp.ones((3, 4)), jnp.ones((3, 4))),
+        layer_errors.AttentionInputShapeError,
+    ),
+    'rnn_without_time_axis': (
+        lambda nn: nn.RNN(nn.LSTMCell(4)).init(KEY, jnp.ones((3,))),
+        layer_errors.RNNInputShapeError,
+    ),
+    'conv_lstm_cell_state_of_other_features': (
+        _lstm_with_carry(jnp.zeros((1, 6, 5))),
+        layer_errors.RNNCarryShapeError,
+    ),
+    'embed_attend_query_of_other_features': (_attend, layer_errors.LayerInputShapeError),
+}
+
+
+@pytest.mark.parametrize('case', list(BUILTINS))
+def test_layer_error_is_the_builtin_flax_raises(case):
+    program, linen_class = BUILTINS[case]
+    theirs = _raised(program, flax_nn)
+    ours = _raised(program, linen_nn)
+    assert type(theirs).__module__ == 'builtins', theirs
+    assert type(ours) is linen_class
+    assert isinstance(ours, type(theirs)), (type(ours).__mro__, theirs)
+
+
 WARNINGS = {
     'inputs_kv': lambda nn: nn.MultiHeadDotProductAttention(2).init(KEY, X3, inputs_kv=X3),
     'self_attention': lambda nn: nn.SelfAttention(2).init(KEY, X3),

@@ -183,6 +183,14 @@ def test_conv_transpose_rejects_paddings_flax_lacks(padding):
         ll.ConvTranspose(2, (3,), padding=padding).init(KEYS[0], jnp.ones((1, 5, 2)))
 
 
+def test_batch_apply_merges_each_argument_on_its_own_as_flax():
+    # Flax compares no leading shapes: (2, 3) and (3, 2) both merge to 6 rows.
+    a, b = _normal(0, (2, 3, 4)), _normal(1, (3, 2, 4))
+    ours = ll.BatchApply(lambda a, b: a * b)(a, b)
+    theirs = fnn.BatchApply(lambda a, b: a * b)(a, b)
+    np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+
+
 # ----------------------------------------------------------------------------- einsum
 
 EINSUM_CASES = {

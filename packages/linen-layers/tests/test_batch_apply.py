@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from linen.layers import BatchApply, Dense
-from linen.layers.errors import LayerInputRankError, LayerInputShapeError
+from linen.layers.errors import LayerInputRankError
 
 
 def test_merges_leading_axes_and_splits_outputs():
@@ -43,7 +43,12 @@ def test_low_rank_arguments_pass_through():
 def test_errors():
     with pytest.raises(LayerInputRankError, match=r'>= 2 \(num_dims\)'):
         BatchApply(lambda x: x)(jnp.ones(3))
-    with pytest.raises(
-        LayerInputShapeError, match=r'disagree on the 2 leading axes: \(2, 3\) vs \(2, 4\)'
-    ):
-        BatchApply(lambda a, b: a)(jnp.ones((2, 3, 1)), jnp.ones((2, 4)))
+
+
+def test_each_argument_is_merged_on_its_own_and_the_first_splits_the_outputs():
+    # As in Flax, leading shapes are not compared: (2, 3) and (3, 2) both merge to 6.
+    a = jnp.arange(6.0).reshape(2, 3, 1)
+    b = 10.0 * jnp.arange(6.0).reshape(3, 2, 1)
+    out = BatchApply(lambda a, b: a + b)(a, b)
+    expected = (np.arange(6.0) + 10.0 * np.arange(6.0)).reshape(2, 3, 1)
+    np.testing.assert_array_equal(out, expected)

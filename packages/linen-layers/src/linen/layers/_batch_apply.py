@@ -7,7 +7,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from linen.layers.errors import LayerInputRankError, LayerInputShapeError
+from linen.layers.errors import LayerInputRankError
 
 __all__ = ['BatchApply']
 
@@ -51,15 +51,9 @@ class BatchApply:
                 'Pass an array with the leading axes to merge, or lower num_dims.',
                 flax_text=f'BatchApply requires at least one input with ndim >= {num_dims}.',
             )
+        # The first array's leading axes split the outputs. As in Flax, the others are
+        # not compared with them: each is merged on its own, and `f` meets any mismatch.
         batch_shape = tuple(leaves[0].shape[:num_dims])
-        for x in leaves[1:]:
-            if tuple(x.shape[:num_dims]) != batch_shape:
-                raise LayerInputShapeError(
-                    'BatchApply',
-                    f'array arguments disagree on the {num_dims} leading axes: '
-                    f'{batch_shape} vs {tuple(x.shape[:num_dims])}',
-                    'Give every batched argument the same leading shape.',
-                )
 
         def merge(x):
             if hasattr(x, 'shape') and jnp.ndim(x) >= num_dims:

@@ -94,11 +94,15 @@ class LayerInputRankError(LinenError, ValueError):
         )
 
 
-class LayerInputShapeError(LinenError, ValueError):
+class LayerInputShapeError(LinenError, ValueError, TypeError):
     """An input's dimension sizes do not fit the layer's configuration.
 
-    >>> layer = nn.Conv(4, (3,), feature_group_count=2)  # 3 input features, 2 groups
-    >>> layer.init(jax.random.key(0), jnp.ones((1, 8, 3)))
+    Also a ``TypeError``: what Flax's layers meet there is JAX's shape error (a
+    ``dot_general`` of mismatched sizes).
+
+    >>> embed = nn.Embed(5, 4)  # attend() scores 4-feature queries
+    >>> variables = embed.init(jax.random.key(0), jnp.ones((2,), jnp.int32))
+    >>> embed.apply(variables, jnp.ones((2, 3)), method='attend')
     Traceback (most recent call last):
     ...
     LayerInputShapeError: ...
@@ -233,8 +237,11 @@ class LayerInputDtypeError(LinenError, ValueError):
 # --------------------------------------------------------- normalization
 
 
-class InvalidFeatureAxesError(LinenError, ValueError):
+class InvalidFeatureAxesError(LinenError, ValueError, IndexError):
     """A normalization layer's axes do not fit its input.
+
+    Also an ``IndexError``: for an axis out of range Flax indexes the input's shape
+    with it (a ``ValueError`` where Flax checks the axes first).
 
     >>> nn.LayerNorm(feature_axes=3).init(jax.random.key(0), jnp.ones((2, 4)))
     Traceback (most recent call last):
@@ -328,8 +335,11 @@ class SpectralNormNonMatrixError(LinenError, ValueError):
 # ------------------------------------------------------------- attention
 
 
-class AttentionInputShapeError(LinenError, ValueError):
+class AttentionInputShapeError(LinenError, ValueError, AssertionError, IndexError):
     """Query, key and value do not agree in rank, batch shape, heads or depth.
+
+    Also an ``AssertionError``, as Flax asserts each of these (and an ``IndexError``,
+    what a query of rank below 3 meets there).
 
     >>> q = jnp.ones((2, 3, 2, 4))  # (batch, length, heads, depth)
     >>> nn.dot_product_attention(q, jnp.ones((2, 3, 4)), q)  # the key lacks the heads axis
@@ -462,8 +472,11 @@ class AttentionInputsConflictError(LinenError, ValueError):
 # ------------------------------------------------------------- recurrent
 
 
-class RNNCarryShapeError(LinenError, ValueError):
+class RNNCarryShapeError(LinenError, ValueError, TypeError):
     """A cell got a carry whose parts disagree on the hidden size.
+
+    Also a ``TypeError``, JAX's broadcasting error that Flax's ``ConvLSTMCell`` meets
+    there (for ``LSTMCell`` Flax's error is a parameter shape error instead).
 
     As in Flax, the dense cells take their hidden size from the carry (``features``
     only sizes ``initialize_carry``), so a carry of any size works; what has no
@@ -489,8 +502,10 @@ class RNNCarryShapeError(LinenError, ValueError):
         return type(self), (self.where, self.what)
 
 
-class RNNInputShapeError(LinenError, ValueError):
+class RNNInputShapeError(LinenError, ValueError, IndexError):
     """``RNN`` inputs have no time axis, or ``seq_lengths`` does not match the batch.
+
+    Also an ``IndexError``, what Flax meets for inputs with no time axis.
 
     >>> nn.RNN(nn.LSTMCell(4)).init(jax.random.key(0), jnp.ones((3,)))  # no time axis
     Traceback (most recent call last):
