@@ -169,3 +169,36 @@ def test_train_state_checkpoints_cross_load_with_flax():
     back = serialization.from_bytes(fresh_ours, flax_serialization.to_bytes(theirs))
     for a, b in zip(jax.tree_util.tree_leaves(back), jax.tree_util.tree_leaves(theirs)):
         np.testing.assert_array_equal(a, b)
+
+
+class _InitOnly:
+    """A ``tx`` with ``init`` and no ``update``: Flax creates the state, then fails."""
+
+    def init(self, params):
+        return ()
+
+
+def _raised(fn):
+    with pytest.raises(Exception) as info:
+        fn()
+    return info.value
+
+
+def test_train_state_with_a_non_optimizer_fails_where_flax_does():
+    from linen.core.errors import TrainStateOptimizerError
+
+    params = {'w': jnp.ones(2)}
+    # No `init`: both refuse at create; ours is Flax's AttributeError too.
+    theirs = _raised(
+        lambda: flax_train_state.TrainState.create(apply_fn=None, params=params, tx=0.1)
+    )
+    ours = _raised(lambda: TrainState.create(apply_fn=None, params=params, tx=0.1))
+    assert type(ours) is TrainStateOptimizerError and isinstance(ours, type(theirs))
+    # No `update`: created in both; apply_gradients fails in both, the same way.
+    grads = {'w': jnp.ones(2)}
+    flax_state = flax_train_state.TrainState.create(apply_fn=None, params=params, tx=_InitOnly())
+    state = TrainState.create(apply_fn=None, params=params, tx=_InitOnly())
+    assert state.opt_state == flax_state.opt_state == ()
+    theirs = _raised(lambda: flax_state.apply_gradients(grads=grads))
+    ours = _raised(lambda: state.apply_gradients(grads=grads))
+    assert type(ours) is type(theirs) is AttributeError

@@ -43,8 +43,10 @@ class TraversalSetValuesCountError(LinenError, ValueError):
         super().__init__(msg)
 
 
-class TrainStateOptimizerError(LinenError, TypeError):
+class TrainStateOptimizerError(LinenError, TypeError, AttributeError):
     """``TrainState.create`` got a ``tx`` that is not an optax-style transformation.
+
+    Also an ``AttributeError``: Flax calls ``tx.init`` and meets the missing attribute.
 
     >>> from linen.training.train_state import TrainState
     >>> TrainState.create(apply_fn=lambda v, x: x, params={}, tx=0.1)

@@ -85,9 +85,11 @@ class TrainState(struct.PyTreeNode):
             **kwargs: the fields a subclass adds.
 
         Raises:
-            TrainStateOptimizerError: ``tx`` has no ``init``/``update``.
+            TrainStateOptimizerError: ``tx`` has no ``init`` (also an ``AttributeError``,
+                as Flax's ``tx.init`` raises; a ``tx`` without ``update`` fails, as in
+                Flax, at ``apply_gradients``).
         """
-        if not (callable(getattr(tx, 'init', None)) and callable(getattr(tx, 'update', None))):
+        if not callable(getattr(tx, 'init', None)):
             raise TrainStateOptimizerError(
                 f'TrainState.create(tx=...) needs an optax GradientTransformation (with init '
                 f'and update), got {type(tx).__name__}: {tx!r}. Pass e.g. tx=optax.adam(1e-3) '
