@@ -369,3 +369,35 @@ def test_bidirectional():
         theirs.apply(v_theirs, xs, seq_lengths=lengths),
         1e-5,
     )
+
+
+# seq_lengths that do not have the batch shape: Flax checks nothing and uses them as
+# given (only the returned carry and a reverse run read them).
+SEQ_LENGTHS_CASES = {
+    'outputs_only': (dict(), (2, 5, 3), [5, 3, 2]),
+    'reverse_keep_order_refused': (dict(reverse=True, keep_order=True), (2, 5, 3), [5, 3, 2]),
+    'carry_one_length': (dict(return_carry=True), (2, 5, 3), [4]),
+    'carry_row_of_lengths': (dict(return_carry=True), (2, 5, 3), [[4, 3]]),
+    'carry_scalar_length_time_major': (dict(return_carry=True, time_major=True), (5, 2, 3), 3),
+}
+
+
+@pytest.mark.parametrize('case', list(SEQ_LENGTHS_CASES))
+def test_rnn_seq_lengths_of_another_shape_as_flax(case):
+    kwargs, shape, lengths = SEQ_LENGTHS_CASES[case]
+    x = jax.random.normal(jax.random.key(2), shape)
+
+    def run(nn):
+        rnn = nn.RNN(nn.LSTMCell(4), **kwargs)
+        variables = rnn.init(jax.random.key(0), x)
+        try:
+            return 'ok', rnn.apply(variables, x, seq_lengths=jnp.array(lengths))
+        except ValueError as err:  # JAX's broadcasting error, in both
+            return 'raises', type(err)
+
+    (kind_ours, ours), (kind_theirs, theirs) = run(ll), run(fnn)
+    assert kind_ours == kind_theirs == ('raises' if 'refused' in case else 'ok')
+    if kind_ours == 'ok':
+        assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(theirs)
+        for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -401,8 +401,6 @@ def test_rnn_input_errors():
     rnn = RNN(LSTMCell(4))
     with pytest.raises(RNNInputShapeError, match=r'inputs of shape \(3,\) have no time axis'):
         rnn.init(KEYS[0], jnp.ones((3,)))
-    with pytest.raises(RNNInputShapeError, match=r'seq_lengths has shape \(3,\).*\(2,\)'):
-        rnn.init(KEYS[0], jnp.ones((2, 5, 3)), seq_lengths=jnp.array([1, 2, 3]))
 
 
 def test_bidirectional():

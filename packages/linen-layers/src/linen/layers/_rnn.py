@@ -51,11 +51,14 @@ def flip_sequences(inputs, seq_lengths, num_batch_dims: int, time_major: bool):
     return jax.tree_util.tree_map(flip, inputs)
 
 
-def _select_last_carry(carries, seq_lengths):
+def _select_last_carry(carries, seq_lengths, num_batch_dims: int):
     """Each sequence's carry after its last valid step; ``carries`` is time-stacked."""
     last = jnp.asarray(seq_lengths) - 1
 
     def pick(x):
+        if num_batch_dims == 1:
+            # Flax's indexing, so that lengths of another shape broadcast as there.
+            return x[last, jnp.arange(x.shape[1])]
         idx = last.reshape((1, *last.shape) + (1,) * (x.ndim - 1 - last.ndim))
         return jnp.take_along_axis(x, idx, axis=0)[0]
 
@@ -179,12 +182,8 @@ class RNN(Module):
         else:
             time_axis = len(shape) - feature_axes - 1
             batch_dims = shape[:time_axis]
-        if seq_lengths is not None and tuple(jnp.shape(seq_lengths)) != tuple(batch_dims):
-            raise RNNInputShapeError(
-                _where(self),
-                f'seq_lengths has shape {tuple(jnp.shape(seq_lengths))} but the batch shape '
-                f'of the inputs is {tuple(batch_dims)}',
-            )
+        # As in Flax, seq_lengths is not checked against the batch shape: it is used as
+        # given (to pick the carry, and by the flips of a reverse run).
 
         if reverse:
             inputs = flip_sequences(inputs, seq_lengths, len(batch_dims), time_major)
@@ -220,7 +219,7 @@ class RNN(Module):
         carry, outputs = scanned(self.cell, carry, inputs)
         if keep_carries:
             carries, outputs = outputs
-            carry = _select_last_carry(carries, seq_lengths)
+            carry = _select_last_carry(carries, seq_lengths, len(batch_dims))
 
         if reverse and keep_order:
             outputs = flip_sequences(outputs, seq_lengths, len(batch_dims), time_major)

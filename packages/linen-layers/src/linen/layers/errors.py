@@ -503,7 +503,7 @@ class RNNCarryShapeError(LinenError, ValueError, TypeError):
 
 
 class RNNInputShapeError(LinenError, ValueError, IndexError):
-    """``RNN`` inputs have no time axis, or ``seq_lengths`` does not match the batch.
+    """``RNN`` inputs have no time axis before the cell's feature axes.
 
     Also an ``IndexError``, what Flax meets for inputs with no time axis.
 
