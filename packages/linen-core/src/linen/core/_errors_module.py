@@ -251,8 +251,13 @@ class PerturbationNotFoundError(LinenError, ValueError):
         )
 
 
-class CallCompactUnboundModuleError(LinenError):
-    """A ``@compact`` method is called on a module that has no variables bound."""
+class CallCompactUnboundModuleError(LinenError, ValueError, AssertionError):
+    """A ``@compact`` method is called on a module that has no variables bound.
+
+    Where Flax raises a builtin instead (a lifted transform or a ``compact_name_scope``
+    method of an unbound module: ``ValueError``; ``nn.jit`` of a compact method:
+    ``AssertionError``), this error is that builtin too.
+    """
 
     def __init__(self, module_cls: str = 'Module', method: str = '__call__'):
         super().__init__(
@@ -294,8 +299,12 @@ class CallShareScopeOnUnboundModuleError(LinenError):
         )
 
 
-class InvalidInstanceModuleError(LinenError):
-    """A Module method is called on the class instead of an instance."""
+class InvalidInstanceModuleError(LinenError, AttributeError, TypeError):
+    """A Module method is called on the class instead of an instance.
+
+    Flax's functional ``nn.apply``/``nn.init``/``nn.init_with_output`` raise
+    ``AttributeError`` (module None) or ``TypeError`` (a class) there: this error is both.
+    """
 
     def __init__(self):
         super().__init__(
@@ -342,10 +351,11 @@ class DescriptorAttributeError(LinenError):
         )
 
 
-class UnboundModuleError(LinenError, ValueError):
+class UnboundModuleError(LinenError, ValueError, AssertionError):
     """A method that needs variables or rngs is called on an unbound Module.
 
-    Flax raises a plain ``ValueError`` with the same text first.
+    Flax raises a plain ``ValueError`` with the same text first (an ``AssertionError``
+    for ``param`` and ``variable``).
 
     >>> nn.Dense(3).variables
     Traceback (most recent call last):
@@ -371,3 +381,13 @@ class MergeParamError(LinenError, ValueError):
     ...
     MergeParamError: ...
     """
+
+
+class ModuleParentTypeError(LinenError, ValueError):
+    """``parent=`` is neither a Module, a Scope nor None (Flax raises ``ValueError``)."""
+
+    def __init__(self, module_cls: str, parent_type: str):
+        super().__init__(
+            f'parent must be None, Module or Scope: {module_cls}(parent=...) must be a '
+            f'Module, a Scope or None; got {parent_type}.'
+        )

@@ -151,6 +151,11 @@ else:
     _DataclassLike = object
 
 
+# The annotations of `name` a subclass may write (as a string, too, under
+# `from __future__ import annotations`).
+_NAME_ANNOTATIONS = ('str', str, str | None)
+
+
 class Module(_DataclassLike):
     """Base class of all neural-network modules; subclasses are dataclasses.
 
@@ -183,8 +188,15 @@ class Module(_DataclassLike):
     def __init_subclass__(cls, kw_only: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get('__annotations__', {})
-        if 'parent' in own or 'name' in own:
+        if 'parent' in own or own.get('name', str) not in _NAME_ANNOTATIONS:
             raise errors.ReservedModuleAttributeError(own)
+        if 'name' in own:
+            # Flax lets a subclass annotate `name` as a string (optional or not): that
+            # only describes the reserved keyword-only field, so the annotation, and any
+            # default given with it, is dropped.
+            del own['name']
+            if 'name' in cls.__dict__:
+                type.__delattr__(cls, 'name')
         _add_parent_and_name(cls)
         inherit_kw_only(cls)
         own_init = '__init__' in cls.__dict__
@@ -238,10 +250,7 @@ class Module(_DataclassLike):
                     adopt_field_submodules(self, d)
                 d['_state'].initialized = True
                 return
-            raise errors.LinenError(
-                f'{type(self).__name__}(parent=...) must be a Module, a Scope or None; '
-                f'got {type(parent).__name__}.'
-            )
+            raise errors.ModuleParentTypeError(type(self).__name__, type(parent).__name__)
         # The parent holds its children; a child holds its parent weakly (read
         # through the `parent` descriptor), so a bound tree has no reference
         # cycle and is freed with its binding, traced values included.

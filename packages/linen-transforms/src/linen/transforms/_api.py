@@ -24,6 +24,15 @@ from linen.transforms._module_lift import is_partial_module_class, lift
 broadcast = _scan.broadcast
 
 
+def _per_method(target: Any, methods: Any) -> bool:
+    """``methods`` is a dict and ``target`` a Module class (or a partial of one). As in
+    Flax, a function target (decorator use) ignores ``methods``."""
+    if not isinstance(methods, Mapping):
+        return False
+    cls = target.func if is_partial_module_class(target) else target
+    return isinstance(cls, type) and issubclass(cls, Module)
+
+
 def _each_method(transform: Callable, target: Any, methods: Mapping[str, Mapping]) -> Any:
     """``methods={'name': {...kwargs}}``: each method lifted with its own arguments.
 
@@ -73,7 +82,7 @@ def vmap(
     outside: the body neither reads nor writes it (a ``sow`` there records nothing).
     """
 
-    if isinstance(methods, Mapping):
+    if _per_method(target, methods):
         return _each_method(vmap, target, methods)
 
     def make(body):
@@ -117,7 +126,7 @@ def scan(
     ``apply`` with existing variables works.
     """
 
-    if isinstance(methods, Mapping):
+    if _per_method(target, methods):
         return _each_method(scan, target, methods)
 
     def make(body):
@@ -163,7 +172,7 @@ def checkpoint(
     indices count from the last argument, and one past the method's arguments is
     refused here.
     """
-    if isinstance(methods, Mapping):
+    if _per_method(target, methods):
         return _each_method(checkpoint, target, methods)
     _remat.check_concrete(concrete)
     flax_argnums = _remat.flax_argnums(static_argnums)
@@ -441,7 +450,7 @@ def map_variables(
 ) -> Any:
     """The target sees ``trans_in_fn`` of its variables; writes go back through ``trans_out_fn``."""
 
-    if isinstance(methods, Mapping):
+    if _per_method(target, methods):
         return _each_method(map_variables, target, methods)
 
     def make(body):

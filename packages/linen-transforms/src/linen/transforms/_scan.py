@@ -69,6 +69,19 @@ def _per_arg(spec: Any, n: int) -> tuple:
     return (spec,) * n
 
 
+def _flatten_nested(xs: tuple, spec: tuple) -> tuple:
+    """``(xs, spec, treedef)``: where an entry of ``in_axes`` is itself a tree of axes
+    (a prefix of its argument's tree, as Flax allows), the arguments as their leaves,
+    each with its axis, and the tree to rebuild them; else unchanged, ``treedef`` None."""
+    if all(isinstance(s, int) or s is broadcast for s in spec):
+        return xs, spec, None
+    axes = jax.tree_util.tree_map(
+        lambda ax, x: jax.tree_util.tree_map(lambda _: ax, x), tuple(spec), tuple(xs)
+    )
+    flat_xs, treedef = jax.tree_util.tree_flatten(tuple(xs))
+    return tuple(flat_xs), tuple(jax.tree_util.tree_leaves(axes)), treedef
+
+
 def _scanned_sizes(xs: tuple, axes: tuple) -> list[int]:
     """The length of each scanned leaf of the arguments along its axis, in pytree order."""
     return [
@@ -228,13 +241,16 @@ class _Scan:
         multi = isinstance(scope_or_scopes, (tuple, list))
         scopes = tuple(scope_or_scopes) if multi else (scope_or_scopes,)
         in_spec = _per_arg(self.in_axes, len(xs))
+        xs, in_spec, xs_tree = _flatten_nested(xs, in_spec)
         sizes = _scanned_sizes(xs, in_spec)
         n = _scan_length(sizes, self.length)
         ins = self._split_scopes(scopes)
         if any(s != n for s in sizes):
             raise _length_error(self.length, ins, n, sizes)
         mutable = [self._inner_mutable(s.mutable) for s in scopes]
-        run_step = _step_runner(self.fn, scope_or_scopes, multi, scopes, ins, mutable, kwargs)
+        run_step = _step_runner(
+            self.fn, scope_or_scopes, multi, scopes, ins, mutable, kwargs, xs_tree
+        )
         self._run_first_step(run_step, scopes, ins, carry, xs, in_spec)
         carry_vars, carry, axis_out, ys = self._loop(run_step, ins, carry, xs, in_spec, n)
         ys = _apply_out_axes(ys, self.out_axes)
@@ -384,7 +400,14 @@ class _Scan:
 
 
 def _step_runner(
-    fn: Callable, scope_or_scopes, multi: bool, scopes: tuple, ins: _Inputs, mutable: list, kwargs
+    fn: Callable,
+    scope_or_scopes,
+    multi: bool,
+    scopes: tuple,
+    ins: _Inputs,
+    mutable: list,
+    kwargs,
+    xs_tree: Any = None,
 ) -> Callable:
     """``run_step(variables, step_keys, carry, x_args) -> (inner scopes, carry, ys)``:
     ``fn`` on scopes made from one step's variables and split keys."""
@@ -396,6 +419,8 @@ def _step_runner(
             for s, v, fk, sk, p, m in zip(scopes, variables, fixed_keys, step_keys, paths, mutable)
         ]
         arg = type(scope_or_scopes)(inner) if multi else inner[0]
+        if xs_tree is not None:  # nested in_axes: the arguments were passed as leaves
+            x_args = jax.tree_util.tree_unflatten(xs_tree, x_args)
         c, ys = fn(arg, c, *x_args, **kwargs)
         return inner, c, ys
 
@@ -463,6 +488,11 @@ def _broadcast_cols(variable_broadcast: Filter):
 def _apply_out_axes(ys: Any, out_axes: Any) -> Any:
     if isinstance(out_axes, int):
         return _moveaxis_out(ys, out_axes)
-    if isinstance(out_axes, (tuple, list)) and isinstance(ys, (tuple, list)):
-        return type(ys)(_moveaxis_out(y, ax) for y, ax in zip(ys, out_axes))
-    return _moveaxis_out(ys, out_axes)
+    if (
+        isinstance(out_axes, (tuple, list))
+        and isinstance(ys, (tuple, list))
+        and len(out_axes) == len(ys)
+    ):
+        return type(ys)(_apply_out_axes(y, ax) for y, ax in zip(ys, out_axes))
+    # As in Flax, `out_axes` is a prefix of the outputs' tree (else JAX's ValueError).
+    return jax.tree_util.tree_map(lambda ax, y: _moveaxis_out(y, ax), out_axes, ys)

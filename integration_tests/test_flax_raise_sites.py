@@ -1,0 +1,175 @@
+"""Flax as the oracle at the edges of the module and transform checks.
+
+Found by a sweep of every ``raise`` in linen-module and linen-transforms: programs Flax
+runs that linen refused (a subclass annotating ``name``, ``nn.scan`` axes given as a
+tree, ``methods=`` beside a function target), and errors that were not the builtin
+Flax raises for the same program. Each program is written against an ``nn`` namespace
+and run with ``flax.linen`` and ``linen.nn``.
+"""
+
+from __future__ import annotations
+
+import typing
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import linen.nn as linen_nn
+from linen.core import errors as linen_errors
+
+pytestmark = pytest.mark.flax
+flax_nn = pytest.importorskip('flax.linen')
+
+KEY = jax.random.key(0)
+
+
+def _assert_same(a, b):
+    assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
+    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def _raised(program, nn) -> BaseException:
+    with pytest.raises(Exception) as info:
+        program(nn)
+    return info.value
+
+
+# ------------------------------------------------------------ programs Flax runs
+
+
+def _annotated_name(annotation):
+    def program(nn):
+        class Layer(nn.Module):
+            __annotations__ = {'name': annotation, 'features': int}
+            name = None
+            features = 2
+
+            @nn.compact
+            def __call__(self, x):
+                return nn.Dense(self.features)(x)
+
+        class Model(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                return Layer(3)(x) + Layer(3, name='named')(x)
+
+        return Model().init(KEY, jnp.ones((1, 2)))
+
+    return program
+
+
+def _scan_with_tree_in_axes(nn):
+    class Cell(nn.Module):
+        @nn.compact
+        def __call__(self, c, xs):
+            c = nn.Dense(2)(c) + xs['a'] * xs['b']
+            return c, xs['a']
+
+    scan = nn.scan(
+        Cell,
+        variable_broadcast='params',
+        split_rngs={'params': False},
+        in_axes=({'a': 0, 'b': nn.broadcast},),
+    )
+    xs = {'a': jnp.arange(6.0).reshape(3, 2), 'b': jnp.full((2,), 2.0)}
+    return scan().init_with_output(KEY, jnp.ones(2), xs)
+
+
+def _scan_with_tree_out_axes(nn):
+    class Cell(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            return c + x, (x, {'a': 2.0 * x})
+
+    return nn.scan(Cell, out_axes=(0, {'a': 1}))().apply({}, jnp.zeros(2), jnp.ones((3, 2)))
+
+
+def _function_target_with_methods(transform):
+    def program(nn):
+        def body(module, x):
+            return nn.Dense(2)(x)
+
+        kwargs = {
+            'vmap': dict(variable_axes={'params': 0}, split_rngs={'params': True}),
+            'remat': dict(),
+        }[transform]
+        lifted = getattr(nn, transform)(body, methods={'__call__': {}}, **kwargs)
+
+        class Model(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                return lifted(self, x)
+
+        return Model().init_with_output(KEY, jnp.ones((3, 2)))
+
+    return program
+
+
+RUNS = {
+    'name_annotated_str': _annotated_name(str),
+    'name_annotated_str_text': _annotated_name('str'),
+    'name_annotated_optional': _annotated_name(typing.Optional[str]),  # noqa: UP045
+    'name_annotated_union': _annotated_name(str | None),
+    'scan_in_axes_tree': _scan_with_tree_in_axes,
+    'scan_out_axes_tree': _scan_with_tree_out_axes,
+    'vmap_function_with_methods': _function_target_with_methods('vmap'),
+    'remat_function_with_methods': _function_target_with_methods('remat'),
+}
+
+
+@pytest.mark.parametrize('case', list(RUNS))
+def test_runs_as_on_flax(case):
+    _assert_same(RUNS[case](linen_nn), RUNS[case](flax_nn))
+
+
+def test_name_annotated_otherwise_is_still_reserved():
+    program = _annotated_name(int)
+    theirs, ours = _raised(program, flax_nn), _raised(program, linen_nn)
+    assert type(theirs).__name__ == type(ours).__name__ == 'ReservedModuleAttributeError'
+
+
+# ----------------------------------------------------- errors that are Flax's builtin
+
+
+def _unbound_compact(nn):
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(2)(x)
+
+    return nn.vmap(Block, variable_axes={'params': 0}, split_rngs={'params': True})()(
+        jnp.ones((3, 2))
+    )
+
+
+BUILTINS = {
+    'parent_of_another_type': (
+        lambda nn: nn.Dense(2, parent=3),
+        linen_errors.ModuleParentTypeError,
+    ),
+    'param_on_unbound_module': (
+        lambda nn: nn.Dense(2).param('w', lambda key: 1.0),
+        linen_errors.UnboundModuleError,
+    ),
+    'lifted_compact_method_unbound': (_unbound_compact, linen_errors.CallCompactUnboundModuleError),
+    'functional_apply_of_none': (
+        lambda nn: nn.apply(lambda module, x: x, None)({}, jnp.ones(2)),
+        linen_errors.InvalidInstanceModuleError,
+    ),
+    'functional_init_of_a_class': (
+        lambda nn: nn.init(lambda module, x: x, nn.Dense)(KEY, jnp.ones(2)),
+        linen_errors.InvalidInstanceModuleError,
+    ),
+}
+
+
+@pytest.mark.parametrize('case', list(BUILTINS))
+def test_error_is_the_builtin_flax_raises(case):
+    program, linen_class = BUILTINS[case]
+    theirs, ours = _raised(program, flax_nn), _raised(program, linen_nn)
+    assert type(theirs).__module__ == 'builtins', theirs
+    assert type(ours) is linen_class
+    assert isinstance(ours, type(theirs)), (type(ours).__mro__, theirs)
