@@ -11,7 +11,7 @@ import pytest
 
 from linen.core.errors import LinenError
 from linen.layers import Dropout
-from linen.layers.errors import LayerArgumentError, LayerInputRankError
+from linen.layers.errors import DropoutBroadcastDimsError, LayerInputRankError
 
 ROOT = jax.random.key(3)
 X = jax.random.normal(jax.random.key(1), (4, 6)) + 3.0  # no exact zeros
@@ -75,7 +75,15 @@ def test_deterministic_in_both_places_is_an_error():
 
 
 def test_errors():
-    with pytest.raises(LayerArgumentError, match=r'Dropout: rate=1.5 is not a probability'):
-        Dropout(1.5).apply({}, X, deterministic=False, rng=ROOT)
     with pytest.raises(LayerInputRankError, match=r'broadcast_dims=\(2,\)'):
         Dropout(0.5, broadcast_dims=(2,)).apply({}, X, deterministic=False, rng=ROOT)
+    # Flax indexes the input's shape with the dim: an IndexError there.
+    with pytest.raises(IndexError):
+        Dropout(0.5, broadcast_dims=(-3,)).apply({}, X, deterministic=False, rng=ROOT)
+    assert issubclass(DropoutBroadcastDimsError, LayerInputRankError)
+
+
+def test_any_rate_runs_as_in_flax():
+    # Flax checks no rate: keep_prob = 1 - rate, and a rate outside [0, 1] runs there.
+    assert jnp.array_equal(Dropout(1.5).apply({}, X, deterministic=False, rng=ROOT), 0 * X)
+    assert Dropout(-0.5).apply({}, X, deterministic=True) is X

@@ -35,6 +35,7 @@ from linen.layers.errors import AttentionInputsConflictError as AttentionInputsC
 from linen.layers.errors import AttentionInputShapeError as AttentionInputShapeError
 from linen.layers.errors import AttentionMaskShapeError as AttentionMaskShapeError
 from linen.layers.errors import AutoregressiveCacheShapeError as AutoregressiveCacheShapeError
+from linen.layers.errors import CombineMasksRankError as CombineMasksRankError
 from linen.layers.errors import QkvFeaturesNotDivisibleError as QkvFeaturesNotDivisibleError
 from linen.module import Module, compact, merge_param
 
@@ -109,7 +110,7 @@ def combine_masks(*masks: Array | None, dtype: Dtype = jnp.float32) -> Array | N
     first = present[0]
     for other in present[1:]:
         if other.ndim != first.ndim:
-            raise AttentionMaskShapeError(
+            raise CombineMasksRankError(
                 'combine_masks',
                 'mask',
                 other.shape,

@@ -27,6 +27,8 @@ from linen.layers._linear import _add_bias, default_kernel_init
 from linen.layers._staged import one_op_exact, staged
 from linen.layers._typing import Array, Dtype
 from linen.layers.errors import (
+    ConvTransposeArgumentError,
+    ConvTransposeInputRankError,
     LayerArgumentError,
     LayerFeatureGroupError,
     LayerInputRankError,
@@ -55,11 +57,14 @@ def _broadcast_spatial(value, n: int, what: str, layer) -> tuple[int, ...]:
         return (value,) * n
     value = tuple(value)
     if len(value) != n:
-        raise LayerArgumentError(
+        args = (
             describe_layer(layer),
             f'{what}={value} has {len(value)} entries for {n} spatial dimensions',
             f'Give one {what} per spatial dimension, or a single int.',
         )
+        if isinstance(layer, ConvTranspose):  # lax.conv_transpose: a TypeError under Flax
+            raise ConvTransposeArgumentError(*args)
+        raise LayerArgumentError(*args)
     return value
 
 
@@ -163,13 +168,16 @@ def _kernel_size(module) -> tuple[int, ...]:
 def _flatten_batch(module, inputs, n: int):
     """Gives the input exactly one batch axis; returns it and the original batch shape."""
     if inputs.ndim < n + 1:
-        raise LayerInputRankError(
+        args = (
             describe_layer(module),
             f'>= {n + 1} for a {n}-D kernel (..., {n} spatial dims, features)',
             inputs.shape,
             'Add the missing spatial/feature axes, or give `kernel_size` one entry per '
             'spatial dimension.',
         )
+        if isinstance(module, ConvTranspose):  # Flax: lax.conv_transpose asserts the ranks
+            raise ConvTransposeInputRankError(*args)
+        raise LayerInputRankError(*args)
     batch_shape = inputs.shape[: inputs.ndim - n - 1]
     if len(batch_shape) != 1:
         inputs = jnp.reshape(inputs, (-1, *inputs.shape[len(batch_shape) :]))

@@ -248,7 +248,7 @@ def dot_product_attention_weights(
     where = _where(module) if module is not None else 'dot_product_attention_weights'
     (query, key), dtype = _promote(query, key, dtype=dtype)
     _check_qk(where, query, key)
-    if einsum is not None and (precision is not None or einsum_dot_general is not None):
+    if einsum is not None and (precision or einsum_dot_general is not None):  # Flax's test
         raise LayerArgumentError(
             where,
             '`einsum` was given with `precision` or `einsum_dot_general`',
@@ -351,7 +351,7 @@ def dot_product_attention(
             'specified together.',
         )
     if qk_attn_weights_einsum is not None and (
-        precision is not None or einsum_dot_general is not None
+        precision or einsum_dot_general is not None  # Flax's test: a falsy precision passes
     ):
         raise LayerArgumentError(
             _where(module) if module is not None else 'dot_product_attention',

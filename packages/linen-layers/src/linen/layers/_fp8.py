@@ -17,7 +17,7 @@ from typing import Any
 import jax.numpy as jnp
 
 from linen.layers import _fp8_ops as ops
-from linen.layers.errors import LayerArgumentError
+from linen.layers.errors import Fp8ArgumentError
 from linen.module import Module
 
 __all__ = [
@@ -89,7 +89,7 @@ def _operands(module, args, kwargs):
     input is cast to it. ``precision`` and other keywords are ignored: fp8 fixes them.
     """
     if len(args) != 3:
-        raise LayerArgumentError(
+        raise Fp8ArgumentError(
             type(module).__name__,
             f'called with {len(args)} positional arguments',
             'Call it as lax.dot_general is called: (lhs, rhs, dimension_numbers, **kwargs); '

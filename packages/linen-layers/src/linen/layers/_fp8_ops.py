@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from linen.layers.errors import LayerArgumentError
+from linen.layers.errors import Fp8ArgumentError
 
 __all__ = [
     'OVERWRITE_WITH_GRADIENT',
@@ -78,7 +78,7 @@ def get_fp8_max(fp8_dtype, out_dtype):
     448.0
     """
     if jnp.dtype(fp8_dtype).name not in _FP8_DTYPES:
-        raise LayerArgumentError(
+        raise Fp8ArgumentError(
             'get_fp8_max',
             f'{jnp.dtype(fp8_dtype).name} is not an fp8 dtype',
             f'Use one of {", ".join("jnp." + d for d in _FP8_DTYPES)}.',

@@ -34,7 +34,9 @@ from linen.layers._staged import STAGING_TRACER, is_staged, one_op_exact, staged
 from linen.layers._types import shape_of
 from linen.layers._typing import Array, Dtype
 from linen.layers.errors import (
+    EinsumKernelLabelsError,
     LayerArgumentError,
+    LayerAxisRangeError,
     LayerInputDtypeError,
     LayerInputRankError,
     LayerInputShapeError,
@@ -206,7 +208,7 @@ class Dense(Module):
     def __call__(self, inputs: Array) -> Array:
         shape = shape_of(inputs)
         if not shape:
-            raise LayerInputRankError(
+            raise LayerAxisRangeError(
                 describe_layer(self), '>= 1', (), 'Give the features on the last axis.'
             )
         kernel = self.param(
@@ -265,7 +267,9 @@ def _flat_initialize(init, n_in, n_out, rng, shape, dtype=jnp.float32):
     """``init`` on the 2-D (fan_in, fan_out) view of ``shape``, reshaped back."""
     fan_in = int(np.prod(shape[:n_in]))
     fan_out = int(np.prod(shape[-n_out:])) if n_out else int(np.prod(shape[n_in:]))
-    flat = init(rng, (fan_in, fan_out) if n_in else (fan_out,), dtype)
+    # A kernel is always viewed as a matrix (fan_in 1 when nothing is contracted, as in
+    # Flax); the bias (n_out None) as a vector.
+    flat = init(rng, (fan_in, fan_out) if n_out is not None else (fan_out,), dtype)
     return _boxed_reshape(flat, shape)
 
 
@@ -415,7 +419,7 @@ def _dense_general_plan(layer: DenseGeneral, shape: tuple) -> tuple:
         )
     for ax in (*axis, *batch_dims):
         if not -ndim <= ax < ndim:
-            raise LayerInputRankError(
+            raise LayerAxisRangeError(
                 describe_layer(layer),
                 f'> {max(ax, -ax - 1)} to contract over axis={layer.axis} with '
                 f'batch_dims={layer.batch_dims}',
@@ -530,7 +534,7 @@ class Einsum(Module):
                 'Match the equation to the input.',
             )
         if rhs is None or len(rhs) != len(self.shape):
-            raise LayerArgumentError(
+            raise EinsumKernelLabelsError(
                 describe_layer(self),
                 f'the kernel labels of {einsum_str!r} do not match shape={tuple(self.shape)}',
                 'Give one label per kernel dimension.',
@@ -565,11 +569,12 @@ class Einsum(Module):
 
 
 def _einsum_labels_ok(equation: str) -> bool:
-    """Letters, one comma, one arrow and at most one ``...`` per term."""
+    """One comma, one arrow and at most one ``...`` per term; any other character is a
+    label, as ``jnp.einsum`` (under Flax too) reads it."""
     operands, _, output = equation.partition('->')
     for term in (*operands.split(','), output):
         rest = term.replace('...', '', 1)
-        if not all(c.isalpha() for c in rest):
+        if any(c in '.,->' for c in rest):
             return False
     return True
 
@@ -660,7 +665,7 @@ class Embed(Module):
 
         Used to share the table between input embedding and output logits.
         """
-        if jnp.shape(query)[-1:] != (self.features,):
+        if jnp.ndim(query) and jnp.shape(query)[-1:] != (self.features,):
             raise LayerInputShapeError(
                 describe_layer(self),
                 f'attend() query has shape {jnp.shape(query)} but the table has '

@@ -27,6 +27,8 @@ from linen.layers import initializers
 from linen.layers._dtypes import canonicalize_dtype
 from linen.layers._staged import is_staged, staged
 from linen.layers._types import dtype_of, shape_of
+from linen.layers.errors import GroupNormScalarInputError as GroupNormScalarInputError
+from linen.layers.errors import GroupSizeZeroError as GroupSizeZeroError
 from linen.layers.errors import InvalidFeatureAxesError as InvalidFeatureAxesError
 from linen.layers.errors import InvalidGroupsError as InvalidGroupsError
 from linen.layers.errors import InvalidMaskShapeError as InvalidMaskShapeError
@@ -122,7 +124,11 @@ def _norm_shapes(shape: tuple, reduction_axes: tuple, feature_axes: tuple) -> tu
 
 
 def _check_mask(module: Module, mask, x: Array):
-    if mask is None or mask.shape == x.shape:
+    if mask is None:
+        return mask
+    if getattr(mask, 'dtype', None) != jnp.bool_:  # a list, 0/1 numbers: read as Flax does
+        mask = jnp.asarray(mask, dtype=bool)
+    if mask.shape == x.shape:
         return mask
     try:
         if np.broadcast_shapes(mask.shape, x.shape) == x.shape:
@@ -617,7 +623,14 @@ class GroupNorm(Module):
                     f'number of channels ({channels}).',
                 )
             return self.num_groups, channels // self.num_groups
-        if self.group_size <= 0 or channels % self.group_size:
+        if self.group_size == 0:  # Flax takes the channels modulo 0: a ZeroDivisionError
+            raise GroupSizeZeroError(
+                layer,
+                f'group_size=0 does not divide the {channels} channels (the last axis of the '
+                'input).',
+                f'Pick group_size among the divisors of {channels}.',
+            )
+        if self.group_size < 0 or channels % self.group_size:
             raise InvalidGroupsError(
                 layer,
                 f'group_size={self.group_size} does not divide the {channels} channels '
@@ -634,7 +647,7 @@ class GroupNorm(Module):
         mask = _check_mask(self, mask, x)
         ndim = x.ndim
         if ndim < 1:
-            raise InvalidFeatureAxesError(
+            raise GroupNormScalarInputError(
                 _layer_where(self), 'the feature axis', -1, x.shape,
                 'GroupNorm needs an input with a feature (last) axis.',
             )  # fmt: skip

@@ -7,17 +7,17 @@ with no batch axis works too.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
 from linen.layers.errors import (
-    LayerArgumentError,
-    LayerInputRankError,
-    LayerPaddingError,
     LayerPaddingStringError,
+    PoolArgumentError,
+    PoolInputRankError,
+    PoolPaddingError,
 )
 
 __all__ = [
@@ -37,9 +37,12 @@ def _window_padding(padding, n: int, fn: str):
                 fn, padding, 'pooling takes "SAME", "VALID" or (low, high) pairs'
             )
         return padding
-    pairs = tuple(tuple(p) if isinstance(p, Sequence) else None for p in padding)
-    if len(pairs) != n or any(p is None or len(p) != 2 for p in pairs):
-        raise LayerPaddingError(
+    try:
+        pairs = tuple(map(tuple, padding))  # as Flax reads it: any iterable of pairs
+    except TypeError:
+        pairs = None
+    if pairs is None or len(pairs) != n or any(len(p) != 2 for p in pairs):
+        raise PoolPaddingError(
             fn, padding, f'expected {n} (low, high) pairs, one per window dimension'
         )
     return pairs
@@ -69,14 +72,14 @@ def pool(inputs, init, reduce_fn: Callable, window_shape, strides, padding):
     n = len(window_shape)
     strides = tuple(strides) if strides else (1,) * n
     if len(strides) != n:
-        raise LayerArgumentError(
+        raise PoolArgumentError(
             'pool',
             f'strides={strides} has {len(strides)} entries for window_shape={window_shape}',
             'Give one stride per window dimension.',
         )
     num_batch = inputs.ndim - n - 1
     if num_batch < 0:
-        raise LayerInputRankError(
+        raise PoolInputRankError(
             'pool',
             f'>= {n + 1} for window_shape={window_shape} (..., {n} spatial dims, features)',
             inputs.shape,

@@ -68,7 +68,9 @@ class RNNCellBase(Module):
 
 def _lstm_hidden_size(cell, c, h) -> int:
     """The hidden size an LSTM step runs at: the carry's, as in Flax."""
-    if jnp.shape(c)[-1:] != jnp.shape(h)[-1:]:
+    c_last, h_last = jnp.shape(c)[-1:], jnp.shape(h)[-1:]
+    # Flax broadcasts c against the gates (of h's size): a size of 1 on either side runs.
+    if c_last != h_last and (1,) not in (c_last, h_last) and c_last and h_last:
         raise RNNCarryShapeError(
             _where(cell),
             f'the carry (c, h) has shapes {tuple(jnp.shape(c))} and {tuple(jnp.shape(h))}; '
@@ -533,7 +535,7 @@ class ConvLSTMCell(RNNCellBase):
         c, h = carry
         # The gates have `features` channels whatever h has (Flax too), so only the cell
         # state must match them; Flax would fail later, in a broadcast.
-        if jnp.shape(c)[-1:] != (self.features,):
+        if jnp.shape(c)[-1:] not in ((self.features,), (1,), ()):  # c broadcasts, as in Flax
             raise RNNCarryShapeError(
                 _where(self),
                 f'the cell state c has shape {tuple(jnp.shape(c))}, but the cell has '

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from linen.layers._staged import staged
-from linen.layers.errors import LayerArgumentError, LayerInputRankError, describe_layer
+from linen.layers.errors import DropoutBroadcastDimsError, describe_layer
 from linen.module import Module, compact, merge_param
 
 __all__ = ['Dropout']
@@ -59,12 +59,6 @@ class Dropout(Module):
         """
         deterministic = merge_param('deterministic', self.deterministic, deterministic)
         rate = self.rate
-        if not 0.0 <= rate <= 1.0:
-            raise LayerArgumentError(
-                describe_layer(self),
-                f'rate={rate} is not a probability',
-                'Give a dropout rate between 0 and 1.',
-            )
         if rate == 0.0 or deterministic:
             return inputs
         # Flax returns zeros here without drawing a key; keep that rng consumption.
@@ -76,7 +70,7 @@ class Dropout(Module):
         shape = list(jnp.shape(inputs))
         for dim in self.broadcast_dims:
             if not -len(shape) <= dim < len(shape):
-                raise LayerInputRankError(
+                raise DropoutBroadcastDimsError(
                     describe_layer(self),
                     f'> {max(dim, -dim - 1)} for broadcast_dims={tuple(self.broadcast_dims)}',
                     shape,

@@ -18,10 +18,20 @@ __all__ = [
     'AttentionInputsConflictError',
     'AttentionMaskShapeError',
     'AutoregressiveCacheShapeError',
+    'AxisMetadataArgumentError',
+    'CombineMasksRankError',
+    'ConvTransposeArgumentError',
+    'ConvTransposeInputRankError',
+    'DropoutBroadcastDimsError',
+    'EinsumKernelLabelsError',
+    'Fp8ArgumentError',
+    'GroupNormScalarInputError',
+    'GroupSizeZeroError',
     'InvalidFeatureAxesError',
     'InvalidGroupsError',
     'InvalidMaskShapeError',
     'LayerArgumentError',
+    'LayerAxisRangeError',
     'LayerFeatureGroupError',
     'LayerInputDtypeError',
     'LayerInputRankError',
@@ -31,6 +41,9 @@ __all__ = [
     'LayerPaddingStringError',
     'LocalConvFeatureGroupError',
     'MissingUseRunningAverageError',
+    'PoolArgumentError',
+    'PoolInputRankError',
+    'PoolPaddingError',
     'QkvFeaturesNotDivisibleError',
     'RNNCarryShapeError',
     'RNNInputShapeError',
@@ -74,6 +87,62 @@ class LayerArgumentError(LinenError, ValueError):
         super().__init__(_lead(flax_text, f'{layer}: {problem}. {fix}'))
 
 
+class AxisMetadataArgumentError(LayerArgumentError, AssertionError, IndexError):
+    """Also an ``AssertionError`` and an ``IndexError``: Flax asserts that ``param_with_axes``
+    runs in a module, and indexes axis names shorter than a transform's axis position.
+
+    >>> nn.partitioning.param_with_axes('w', nn.initializers.zeros, (2,), axes=('embed',))
+    Traceback (most recent call last):
+    ...
+    AxisMetadataArgumentError: ...
+    """
+
+
+class Fp8ArgumentError(LayerArgumentError, AssertionError):
+    """Also an ``AssertionError``: Flax's fp8 ops assert their arguments (three positional
+    operands of ``dot_general``; an fp8 dtype for ``get_fp8_max``).
+
+    >>> nn.fp8_ops.get_fp8_max(jnp.float16, jnp.float32)
+    Traceback (most recent call last):
+    ...
+    Fp8ArgumentError: ...
+    """
+
+
+class PoolArgumentError(LayerArgumentError, AssertionError):
+    """Also an ``AssertionError``: Flax's ``pool`` asserts one stride per window dimension.
+
+    >>> nn.max_pool(jnp.ones((1, 8, 8, 3)), (2, 2), strides=(2,))
+    Traceback (most recent call last):
+    ...
+    PoolArgumentError: ...
+    """
+
+
+class EinsumKernelLabelsError(LayerArgumentError, AssertionError):
+    """Also an ``AssertionError``, as Flax's ``Einsum`` asserts one label per kernel dimension.
+
+    >>> nn.Einsum((3, 4), 'ab,bcd->acd').init(jax.random.key(0), jnp.ones((2, 3)))
+    Traceback (most recent call last):
+    ...
+    EinsumKernelLabelsError: ...
+    """
+
+
+class ConvTransposeArgumentError(LayerArgumentError, TypeError):
+    """Also a ``TypeError``, what Flax meets in ``lax.conv_transpose`` for too few strides.
+
+    ``ConvTranspose``'s ``strides`` or ``kernel_dilation`` do not give one entry per
+    spatial dimension.
+
+    >>> layer = nn.ConvTranspose(4, (3, 3), strides=(2,))
+    >>> layer.init(jax.random.key(0), jnp.ones((1, 8, 8, 3)))
+    Traceback (most recent call last):
+    ...
+    ConvTransposeArgumentError: ...
+    """
+
+
 class LayerInputRankError(LinenError, ValueError):
     """An input has too few (or too many) dimensions for the layer.
 
@@ -92,6 +161,48 @@ class LayerInputRankError(LinenError, ValueError):
                 f'(rank {len(self.shape)}). {fix}',
             )
         )
+
+
+class DropoutBroadcastDimsError(LayerInputRankError, IndexError):
+    """Also an ``IndexError``: Flax indexes the input's shape with each broadcast dim.
+
+    >>> layer = nn.Dropout(0.5, broadcast_dims=(2,), deterministic=False)
+    >>> layer.apply({}, jnp.ones((2, 3)), rngs={'dropout': jax.random.key(0)})
+    Traceback (most recent call last):
+    ...
+    DropoutBroadcastDimsError: ...
+    """
+
+
+class PoolInputRankError(LayerInputRankError, AssertionError):
+    """Also an ``AssertionError``: Flax's ``pool`` asserts the input's rank.
+
+    >>> nn.max_pool(jnp.ones((8, 8)), (2, 2))  # needs (..., H, W, C)
+    Traceback (most recent call last):
+    ...
+    PoolInputRankError: ...
+    """
+
+
+class LayerAxisRangeError(LayerInputRankError, IndexError, TypeError):
+    """Also an ``IndexError`` and a ``TypeError``: Flax indexes the input's shape with an axis
+    out of range (``IndexError``), or hands a negative one to ``dot_general`` (``TypeError``).
+
+    >>> nn.DenseGeneral(3, axis=2).init(jax.random.key(0), jnp.ones((2, 3)))
+    Traceback (most recent call last):
+    ...
+    LayerAxisRangeError: ...
+    """
+
+
+class ConvTransposeInputRankError(LayerInputRankError, AssertionError):
+    """Also an ``AssertionError``: Flax meets ``lax.conv_transpose``'s assert on the ranks.
+
+    >>> nn.ConvTranspose(4, (3, 3)).init(jax.random.key(0), jnp.ones((8, 3)))  # needs H, W, C
+    Traceback (most recent call last):
+    ...
+    ConvTransposeInputRankError: ...
+    """
 
 
 class LayerInputShapeError(LinenError, ValueError, TypeError):
@@ -192,6 +303,17 @@ class LayerPaddingError(LinenError, ValueError):
         )
 
 
+class PoolPaddingError(LayerPaddingError, AssertionError, TypeError):
+    """Also an ``AssertionError`` and a ``TypeError``: Flax's ``pool`` asserts one
+    ``(low, high)`` pair per window dimension, and meets a ``TypeError`` making a pair of an int.
+
+    >>> nn.max_pool(jnp.ones((1, 8, 8, 3)), (2, 2), padding=((1, 1),))
+    Traceback (most recent call last):
+    ...
+    PoolPaddingError: ...
+    """
+
+
 class LayerPaddingStringError(LayerPaddingError, RuntimeError):
     """Also a ``RuntimeError``: Flax passes a padding string it does not handle itself
     on to ``lax``, which raises ``RuntimeError`` for it.
@@ -261,6 +383,16 @@ class InvalidFeatureAxesError(LinenError, ValueError, IndexError):
         )
 
 
+class GroupNormScalarInputError(InvalidFeatureAxesError, ZeroDivisionError):
+    """Also a ``ZeroDivisionError``: Flax takes the feature axis modulo a scalar's rank 0.
+
+    >>> nn.GroupNorm(num_groups=1).init(jax.random.key(0), jnp.ones(()))
+    Traceback (most recent call last):
+    ...
+    GroupNormScalarInputError: ...
+    """
+
+
 class InvalidGroupsError(LinenError, ValueError):
     """GroupNorm's ``num_groups``/``group_size`` do not split the feature axis.
 
@@ -272,6 +404,16 @@ class InvalidGroupsError(LinenError, ValueError):
 
     def __init__(self, layer: str, problem: str, fix: str, *, flax_text: str | None = None):
         super().__init__(_lead(flax_text, f'{layer}: {problem} {fix}'))
+
+
+class GroupSizeZeroError(InvalidGroupsError, ZeroDivisionError):
+    """Also a ``ZeroDivisionError``: Flax takes the channels modulo ``group_size=0``.
+
+    >>> nn.GroupNorm(num_groups=None, group_size=0).init(jax.random.key(0), jnp.ones((2, 6)))
+    Traceback (most recent call last):
+    ...
+    GroupSizeZeroError: ...
+    """
 
 
 class MissingUseRunningAverageError(LinenError, ValueError):
@@ -401,6 +543,16 @@ class AttentionMaskShapeError(LinenError, ValueError):
                 'give [batch..., 1, q_length, kv_length].',
             )
         )
+
+
+class CombineMasksRankError(AttentionMaskShapeError, AssertionError):
+    """Also an ``AssertionError``: Flax asserts that the masks to combine share one rank.
+
+    >>> nn.combine_masks(jnp.ones((2, 3)), jnp.ones((3,)))
+    Traceback (most recent call last):
+    ...
+    CombineMasksRankError: ...
+    """
 
 
 class QkvFeaturesNotDivisibleError(LinenError, ValueError, AssertionError):

@@ -49,7 +49,7 @@ from linen.layers._typing import ArrayPytree as ArrayPytree
 from linen.layers._typing import LogicalPartitionSpec as LogicalPartitionSpec
 from linen.layers._typing import LogicalPartitionSpecPytree as LogicalPartitionSpecPytree
 from linen.layers._typing import PartitionSpecPytree as PartitionSpecPytree
-from linen.layers.errors import LayerArgumentError
+from linen.layers.errors import AxisMetadataArgumentError, LayerArgumentError
 from linen.module import Module, Variable, module_stack
 from linen.transforms import In as ScanIn
 from linen.transforms import Out as ScanOut
@@ -98,7 +98,7 @@ def _current_module(module: Module | None, what: str) -> Module:
         return module
     stack = module_stack()
     if not stack or stack[-1] is None:
-        raise LayerArgumentError(
+        raise AxisMetadataArgumentError(
             what,
             'was called outside a Module method and without module=',
             'Call it inside a @compact method or setup, or pass module=self.',
@@ -325,7 +325,9 @@ def _add_axis_to_metadata(target: Any, axis_pos: Any, axis_name: str, axis_col: 
             return None
         names = list(names)
         if axis_pos >= len(names) or names[axis_pos] != axis_name:
-            raise LayerArgumentError(
+            # Flax indexes the names at axis_pos: an IndexError when they are shorter.
+            error = AxisMetadataArgumentError if axis_pos >= len(names) else LayerArgumentError
+            raise error(
                 f'{axis_col} metadata',
                 f'expected axis {axis_name!r} at position {axis_pos} in {tuple(names)}',
                 'Use the same axis_name and variable_axes as when the variables were made.',
