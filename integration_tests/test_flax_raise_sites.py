@@ -18,6 +18,7 @@ import pytest
 
 import linen.nn as linen_nn
 from linen.core import errors as linen_errors
+from linen.transforms import errors as linen_transform_errors
 
 pytestmark = pytest.mark.flax
 flax_nn = pytest.importorskip('flax.linen')
@@ -145,7 +146,28 @@ def _unbound_compact(nn):
     )
 
 
+def _grad_of_a_vector(transform):
+    def program(nn):
+        class Model(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                def body(module, x):
+                    return module.param('w', nn.initializers.ones, (2,)) * x
+
+                return getattr(nn, transform)(body, self, x)
+
+        return Model().init(KEY, jnp.ones(2))
+
+    return program
+
+
 BUILTINS = {
+    # Flax's nn.grad refuses a non-scalar value; linen differentiated its sum, silently.
+    'grad_of_a_vector': (_grad_of_a_vector('grad'), linen_transform_errors.TransformArgumentError),
+    'value_and_grad_of_a_vector': (
+        _grad_of_a_vector('value_and_grad'),
+        linen_transform_errors.TransformArgumentError,
+    ),
     'parent_of_another_type': (
         lambda nn: nn.Dense(2, parent=3),
         linen_errors.ModuleParentTypeError,
@@ -173,3 +195,24 @@ def test_error_is_the_builtin_flax_raises(case):
     assert type(theirs).__module__ == 'builtins', theirs
     assert type(ours) is linen_class
     assert isinstance(ours, type(theirs)), (type(ours).__mro__, theirs)
+
+
+def test_functional_value_and_grad_of_a_vector_differentiates_its_sum_as_flax():
+    # Flax's core lift.value_and_grad (under nn.grad's check) takes ones as cotangent.
+    from flax.core import init as flax_init
+    from flax.core import lift as flax_lift
+
+    from linen.core import init as linen_init
+    from linen.transforms import lift as linen_lift
+
+    def model(lift):
+        def fn(scope, x):
+            return lift.value_and_grad(lambda scope, x: x * x, scope, x)
+
+        return fn
+
+    x = jnp.arange(3.0)
+    ours = linen_init(model(linen_lift))(KEY, x)
+    theirs = flax_init(model(flax_lift))(KEY, x)
+    _assert_same(ours[0], theirs[0])
+    np.testing.assert_array_equal(np.asarray(ours[0][1][0]), 2.0 * np.arange(3.0))

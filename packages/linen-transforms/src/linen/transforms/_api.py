@@ -6,6 +6,8 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import jax.numpy as jnp
+
 from linen.core import errors, meta
 from linen.module import Module
 from linen.module.dispatch import call_wrapped_method
@@ -20,6 +22,7 @@ from linen.transforms import (
     _vmap,
 )
 from linen.transforms._module_lift import is_partial_module_class, lift
+from linen.transforms.errors import TransformArgumentError
 
 broadcast = _scan.broadcast
 
@@ -321,9 +324,7 @@ def value_and_grad(
     ``((value, aux), grads)`` with ``has_aux`` (Flax's nn order; the functional
     ``lift.value_and_grad`` returns ``(value, aux, grads)``).
     """
-    out = _autodiff.value_and_grad(
-        _on_module(fn, mdl), _module_scope(mdl), *primals, has_aux=has_aux
-    )
+    out = _scalar_value_and_grad(fn, mdl, primals, has_aux)
     return ((out[0], out[1]), out[2]) if has_aux else out
 
 
@@ -337,7 +338,26 @@ def grad(
     rngs: Any = True,
 ):
     """Lifted ``jax.grad`` with respect to the inputs (not the variables)."""
-    return _autodiff.grad(_on_module(fn, mdl), _module_scope(mdl), *primals, has_aux=has_aux)
+    out = _scalar_value_and_grad(fn, mdl, primals, has_aux)
+    return (out[2], out[1]) if has_aux else out[1]
+
+
+def _scalar_value_and_grad(fn: Callable, mdl: Any, primals: tuple, has_aux: bool) -> tuple:
+    """``lift.value_and_grad`` of ``fn`` on ``mdl``'s scope, refusing a non-scalar value.
+
+    The functional ``lift.value_and_grad`` differentiates the sum of a non-scalar
+    value, as Flax's does; Flax's ``nn.grad``/``nn.value_and_grad`` refuse it.
+    """
+    out = _autodiff.value_and_grad(
+        _on_module(fn, mdl), _module_scope(mdl), *primals, has_aux=has_aux
+    )
+    if jnp.shape(out[0]) != ():
+        raise TransformArgumentError(
+            'grad can only work on functions with scalar-valued outputs. out shape='
+            f'{jnp.shape(out[0])}. Return a scalar from the differentiated function (e.g. '
+            'reduce it with .sum() or .mean()), or use nn.vjp with a cotangent.'
+        )
+    return out
 
 
 def jvp(
