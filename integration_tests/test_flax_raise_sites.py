@@ -109,7 +109,26 @@ def _function_target_with_methods(transform):
     return program
 
 
+def _jit_with_shape_dependent_rng_use(nn):
+    # The rng values differ under Flax's nn.jit (docs/differences.md), so the
+    # comparison is of what runs: every shape, the outputs' shapes, the variables.
+    class Rows(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            y = nn.Dense(2)(x)
+            for i in range(x.shape[0]):
+                y = y.at[i].multiply(nn.Dropout(0.5, deterministic=False)(y[i]))
+            return y
+
+    model = nn.jit(Rows)()
+    variables = model.init({'params': KEY, 'dropout': KEY}, jnp.ones((1, 3)))
+    rngs = {'dropout': jax.random.key(1)}
+    outs = [model.apply(variables, jnp.ones((n, 3)), rngs=rngs) for n in (2, 4, 2, 1)]
+    return jax.tree_util.tree_map(jnp.shape, (variables, outs))
+
+
 RUNS = {
+    'jit_shape_dependent_rng_use': _jit_with_shape_dependent_rng_use,
     'name_annotated_str': _annotated_name(str),
     'name_annotated_str_text': _annotated_name('str'),
     'name_annotated_optional': _annotated_name(typing.Optional[str]),  # noqa: UP045
@@ -161,7 +180,60 @@ def _grad_of_a_vector(transform):
     return program
 
 
+def _methods_as_a_string(transform):
+    def program(nn):
+        class Block(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                return nn.Dense(2)(x)
+
+        kwargs = {'vmap': dict(variable_axes={'params': 0}, split_rngs={'params': True})}
+        lifted = getattr(nn, transform)(Block, methods='__call__', **kwargs.get(transform, {}))
+        return lifted().init(KEY, jnp.ones((3, 2)))
+
+    return program
+
+
+def _control_flow_branch(kind):
+    def program(nn):
+        class Block(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                return x
+
+        class Model(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                identity = lambda mdl, c: c
+                if kind == 'cond_class':
+                    return nn.cond(True, Block, identity, self, x)
+                if kind == 'cond_number':
+                    return nn.cond(True, identity, 3, self, x)
+                if kind == 'switch_class':
+                    return nn.switch(0, [identity, Block], self, x)
+                return nn.while_loop(lambda mdl, c: False, Block, self, x)
+
+        return Model().init(KEY, jnp.ones(2))
+
+    return program
+
+
 BUILTINS = {
+    'methods_as_a_string_jit': (
+        _methods_as_a_string('jit'),
+        linen_transform_errors.TransformArgumentError,
+    ),
+    'methods_as_a_string_vmap': (
+        _methods_as_a_string('vmap'),
+        linen_transform_errors.TransformArgumentError,
+    ),
+    **{
+        f'control_flow_{kind}': (
+            _control_flow_branch(kind),
+            linen_transform_errors.TransformArgumentError,
+        )
+        for kind in ('cond_class', 'cond_number', 'switch_class', 'while_loop_class')
+    },
     # Flax's nn.grad refuses a non-scalar value; linen differentiated its sum, silently.
     'grad_of_a_vector': (_grad_of_a_vector('grad'), linen_transform_errors.TransformArgumentError),
     'value_and_grad_of_a_vector': (

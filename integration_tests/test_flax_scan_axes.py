@@ -354,3 +354,63 @@ def test_an_rnn_over_zero_time_steps_as_flax():
     _assert_same(v_ours, v_theirs)
     _assert_same(y_ours, y_theirs)
     assert y_ours.shape == (1, 0, 3)
+
+
+# ------------------------------------------- loop-invariant outputs (out_axes=broadcast)
+
+
+def _invariant_output_scan(nn, kind, out_axes_of):
+    class Cell(nn.Module):
+        @nn.compact
+        def __call__(self, c, x, scale):
+            dense = nn.Dense(2)
+            y = dense(c) + x
+            if kind == 'params':
+                invariant = dense.variables['params']['kernel'] * scale
+            elif kind == 'rng':  # a stream not split: the same on every step
+                invariant = jax.random.uniform(self.make_rng('noise'), (3,))
+            elif kind == 'carry':
+                invariant = c
+            else:  # 'scanned'
+                invariant = x
+            return y, {'per_step': y, 'invariant': (invariant, jnp.ones(2))}
+
+    scan = nn.scan(
+        Cell,
+        variable_broadcast='params',
+        split_rngs={'params': False, 'noise': False},
+        in_axes=(0, nn.broadcast),
+        out_axes=out_axes_of(nn),
+    )
+    rngs = {'params': jax.random.key(0), 'noise': jax.random.key(1)}
+    xs = jnp.linspace(0.0, 1.0, 6).reshape(3, 2)
+    out, variables = scan().init_with_output(rngs, jnp.ones(2), xs, 2.0)
+    again = scan().apply(variables, jnp.ones(2), xs, 2.0, rngs={'noise': jax.random.key(2)})
+    return _np((out, variables, again))
+
+
+INVARIANT_OUT_AXES = {
+    'subtree': lambda nn: {'per_step': 0, 'invariant': nn.broadcast},
+    'leaf': lambda nn: {'per_step': 1, 'invariant': (nn.broadcast, 0)},
+    'whole': lambda nn: nn.broadcast,
+}
+
+
+@pytest.mark.parametrize('kind', ['params', 'rng'])
+@pytest.mark.parametrize('axes', ['subtree', 'leaf'])
+def test_a_loop_invariant_output_as_flax(kind, axes):
+    # Computed once before the loop (its rng draw counted there), not stacked per step.
+    program = lambda nn: _invariant_output_scan(nn, kind, INVARIANT_OUT_AXES[axes])
+    _assert_same(program(linen_nn), program(flax_nn))
+
+
+@pytest.mark.parametrize('kind', ['carry', 'scanned'])
+def test_a_loop_invariant_output_depending_on_the_loop_is_refused_as_flax(kind):
+    from linen.transforms.errors import ScanBroadcastOutputError
+
+    program = lambda nn: _invariant_output_scan(nn, kind, INVARIANT_OUT_AXES['whole'])
+    with pytest.raises(ValueError) as theirs:
+        program(flax_nn)
+    with pytest.raises(ScanBroadcastOutputError) as ours:
+        program(linen_nn)
+    assert str(ours.value).startswith(str(theirs.value))

@@ -11,6 +11,7 @@ import pytest
 
 import linen.nn as nn
 from linen.core import errors
+from linen.transforms.errors import TransformArgumentError
 
 TRACES: list[str] = []
 
@@ -332,3 +333,85 @@ def test_equal_submodule_fields_built_anew_reuse_the_trace():
     assert traces == [2]
     np.testing.assert_allclose(jitted((Scale(2.0), Scale(5.0))).apply({}, x), 10 * x)
     assert traces == [2, 2]
+
+
+class PerRow(nn.Module):
+    """Draws once per row (more draws for longer inputs), from two streams."""
+
+    @nn.compact
+    def __call__(self, x):
+        for i in range(x.shape[0]):
+            stream = 'dropout' if i % 2 else 'noise'
+            x = x.at[i].add(jax.random.uniform(self.make_rng(stream), x.shape[1:]))
+        return x
+
+
+class TwoPerRow(nn.Module):
+    jit: bool = True
+
+    @nn.compact
+    def __call__(self, x):
+        layer = nn.jit(PerRow)(name='rows') if self.jit else PerRow(name='rows')
+        # The second call's draws continue from the counters the first left.
+        return layer(x), layer(x), jax.random.key_data(self.make_rng('dropout'))
+
+
+def test_rng_use_depending_on_the_input_shape_draws_as_without_jit():
+    """Flax runs a jitted module whose rng use changes with the input shape; so does
+    linen, with the unjitted module's numbers for every shape, in any order (the
+    counters after a call are those of the call's own shapes, traced or cached)."""
+    rngs = {'dropout': jax.random.key(1), 'noise': jax.random.key(2)}
+    jitted, plain = TwoPerRow(), TwoPerRow(jit=False)
+    for rows in (1, 3, 2, 3, 1, 4, 2):
+        x = jnp.ones((rows, 2))
+        got = jitted.apply({}, x, rngs=rngs)
+        want = plain.apply({}, x, rngs=rngs)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+
+
+def test_init_of_a_shape_dependent_jitted_layer_gives_the_unjitted_parameters():
+    class Rows(nn.Module):
+        jit: bool = True
+
+        @nn.compact
+        def __call__(self, x):
+            make = nn.jit(nn.Dense) if self.jit else nn.Dense
+            return [make(2, name=f'row_{i}')(x[i]) for i in range(x.shape[0])]
+
+    class Outer(nn.Module):
+        jit: bool = True
+
+        @nn.compact
+        def __call__(self, x):
+            inner = (nn.jit(Rows) if self.jit else Rows)(self.jit, name='inner')
+            return inner(x[:1]), inner(x)
+
+    jitted = Outer()
+    for rows in (3, 1, 2):
+        x = jnp.ones((rows, 4))
+        got = jitted.init(jax.random.key(0), x)
+        want = Outer(jit=False).init(jax.random.key(0), x)
+        assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want)
+        # The initializer compiled into the jitted program may round a few float32
+        # ulps of its O(1) intermediates apart from its op-by-op run (JAX 0.10's XLA
+        # does); a wrong key would give other numbers altogether.
+        eps = np.finfo(np.float32).eps
+        for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+            np.testing.assert_allclose(g, w, rtol=4 * eps, atol=4 * eps)
+
+
+def test_rng_use_decided_by_python_state_is_a_transform_error():
+    draws = iter(range(1, 100))
+
+    class Fickle(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            # Each trace draws once more than the one before it.
+            for _ in range(next(draws)):
+                x = x + jax.random.uniform(self.make_rng('dropout'), x.shape)
+            return x
+
+    model = nn.jit(Fickle)()
+    with pytest.raises(TransformArgumentError, match='"dropout" was drawn at'):
+        model.apply({}, jnp.ones(2), rngs={'dropout': jax.random.key(0)})

@@ -415,7 +415,7 @@ def cond(
     Modules and Variables among the operands (and Modules in ``mdl``'s fields) are
     lifted too, as in Flax.
     """
-    lifted = _direct.lift_direct((true_fun, false_fun), mdl, operands)
+    lifted = _direct.lift_direct((true_fun, false_fun), mdl, operands, 'cond')
     return _control.cond(pred, *lifted.bodies, lifted.scopes, *lifted.operands)
 
 
@@ -428,7 +428,7 @@ def switch(
     rngs: Any = True,
 ):
     """Lifted ``lax.switch``; each branch gets ``(mdl, *operands)`` (lifted as in ``cond``)."""
-    lifted = _direct.lift_direct(tuple(branches), mdl, operands)
+    lifted = _direct.lift_direct(tuple(branches), mdl, operands, 'switch')
     return _control.switch(index, lifted.bodies, lifted.scopes, *lifted.operands)
 
 
@@ -446,7 +446,7 @@ def while_loop(
     Modules and Variables in ``init`` (and Modules in ``mdl``'s fields) are lifted,
     as in Flax; ``body_fn`` may not return them (``TransformedMethodReturnValueError``).
     """
-    lifted = _direct.lift_direct((cond_fn, body_fn), mdl, (init,))
+    lifted = _direct.lift_direct((cond_fn, body_fn), mdl, (init,), 'while_loop')
     return _control.while_loop(
         *lifted.bodies,
         lifted.scopes,

@@ -21,6 +21,7 @@ from linen.module import Module
 from linen.module.dispatch import call_wrapped_method
 from linen.transforms import _args
 from linen.transforms._module_lift import _check_returns, check_setup
+from linen.transforms.errors import TransformArgumentError
 
 
 class DirectLift(NamedTuple):
@@ -41,8 +42,25 @@ def _function_of(fn: Callable) -> Callable:
     return fn
 
 
-def lift_direct(fns: Sequence[Callable], mdl: Any, operands: tuple) -> DirectLift:
-    """Lift ``mdl`` and the Modules and Variables among ``operands`` for ``fns``."""
+def lift_direct(
+    fns: Sequence[Callable], mdl: Any, operands: tuple, transform: str = 'lifted'
+) -> DirectLift:
+    """Lift ``mdl`` and the Modules and Variables among ``operands`` for ``fns``
+    (the functions of the transform named ``transform``)."""
+    for fn in fns:
+        # Flax's checks, in its order and with its texts (ValueErrors).
+        if not callable(fn):
+            raise TransformArgumentError(
+                f'transform target must be callable (nn.{transform} got {fn!r}; pass '
+                'functions or Module methods taking the module first).'
+            )
+        if isinstance(fn, type) and issubclass(fn, Module):
+            raise TransformArgumentError(
+                f'The {transform} transform can only be applied on a Module method. That '
+                'is function that takes a Module instance as its first arg. '
+                f'(got the class {fn.__name__}: pass a function such as '
+                f'`lambda mdl, x: {fn.__name__}()(x)`.)'
+            )
     scope = mdl.scope if isinstance(mdl, Module) else None
     if scope is None:
         raise errors.CallCompactUnboundModuleError(type(mdl).__name__, 'lifted function')

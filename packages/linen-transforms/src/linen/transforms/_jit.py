@@ -94,7 +94,17 @@ class _Static:
 
 
 class _HashesNeeded(Exception):
-    """Raised by a first trace that assumed no rng use, when it meets one."""
+    """Raised by a trace that draws from an rng path its table does not know.
+
+    ``owner`` is the ``_ScopeJit`` whose table missed (``None``: the caller's own);
+    ``stream``/``items`` name the path, for the error if learning it fails.
+    """
+
+    def __init__(self, owner: Any = None, stream: str = '', items: tuple = ()):
+        super().__init__(stream, items)
+        self.owner = owner
+        self.stream = stream
+        self.items = items
 
 
 class _HashTable:
@@ -104,12 +114,13 @@ class _HashTable:
     afterwards each (stream, items) maps to a position of the traced ``hashes``.
     """
 
-    __slots__ = ('index', 'hashes', 'seen')
+    __slots__ = ('index', 'hashes', 'seen', 'owner')
 
-    def __init__(self, index: dict | None, hashes: Any):
+    def __init__(self, index: dict | None, hashes: Any, owner: Any):
         self.index = index
         self.hashes = hashes
         self.seen: list[tuple] = []
+        self.owner = owner
 
     def lookup(self, stream: str, items: tuple) -> Any:
         if self.index is None:
@@ -118,12 +129,10 @@ class _HashTable:
             return np.uint32(0)
         position = self.index.get((stream, items))
         if position is None:
-            if not self.index:
-                raise _HashesNeeded()
-            raise TransformArgumentError(
-                f'nn.jit: rng stream "{stream}" was used at {items[1]} in a way the first trace '
-                'did not show; the jitted function must use the same rngs on every trace.'
-            )
+            # A first trace that assumed no rng use, or a trace (of new input shapes,
+            # say) drawing from a path the earlier ones did not: learn it, as Flax runs
+            # such a function.
+            raise _HashesNeeded(self.owner, stream, items)
         return self.hashes[position]
 
 
@@ -183,7 +192,9 @@ class _ScopeJit:
     ``counters_after`` maps a cache entry to the rng counters after its trace;
     ``needed`` maps a cache entry to ``(seen, index)``: the (stream, items) path
     hashes a trace of it needs, and the position of each in the traced ``hashes``
-    (none: the compiled function takes no ``hashes`` argument at all).
+    (none: the compiled function takes no ``hashes`` argument at all). ``varying``
+    holds the entries whose rng use differs between traces (it depends on the input
+    shapes): their counters are kept per shape signature of the call's arrays.
     """
 
     __slots__ = (
@@ -195,6 +206,7 @@ class _ScopeJit:
         'compiled',
         'counters_after',
         'needed',
+        'varying',
     )
 
     def __init__(
@@ -215,6 +227,7 @@ class _ScopeJit:
         self.module_key = module_key
         self.counters_after: dict[_Static, dict] = {}
         self.needed: dict[_Static, tuple] = {}
+        self.varying: set[_Static] = set()
         # Donated arguments (counted as the caller passes them) travel apart from the
         # others, as argument 5, so JAX donates exactly them.
         run = self.run
@@ -240,7 +253,7 @@ class _ScopeJit:
         """
         p = static.payload
         counters = _pack.copy_counters(p['counters'])
-        table = _HashTable(p['index'], hashes)
+        table = _HashTable(p['index'], hashes, self)
         inner = _inner_scopes(p, variables, keys, counters, table)
         if donated:
             dynamic = _merge_donated(dynamic, donated, p['donated'])
@@ -250,7 +263,8 @@ class _ScopeJit:
         if p['index'] is None:
             p['seen'] = tuple(table.seen)
         else:
-            self.counters_after[static] = counters
+            signature = p.get('signature')
+            self.counters_after[static if signature is None else (static, signature)] = counters
         return y, tuple(_pack.inner_mutated(s, ())[0] for s in inner)
 
     def call(self, extra, scope_or_scopes, *args, **kwargs):
@@ -290,13 +304,16 @@ class _ScopeJit:
         payload = _payload(extra_obj, multi, scopes, static_args, static_kwargs)
         payload['donated'] = donated_at
         static = _cache_key(extra_key, payload, scopes, keys, wrappers)
+        if self.varying and static in self.varying:
+            payload['signature'] = _signature(variables, dynamic, donated, kwargs)
         try:
             y, mutated = self._call_learning_hashes(
                 static, payload, scopes, templates, variables, keys, (dynamic, donated), kwargs
             )
         finally:
             static.payload = None
-        after = self.counters_after.get(static)
+        signature = payload.get('signature')
+        after = self.counters_after.get(static if signature is None else (static, signature))
         if after is not None:
             for c, a in zip(payload['counters'], after):
                 c.clear()
@@ -339,8 +356,15 @@ class _ScopeJit:
             result = self._call(
                 static, payload, needed, templates, variables, keys, dynamic, kwargs
             )
-        except _HashesNeeded:
-            # It does: learn by an abstract trace which path hashes it needs.
+        except _HashesNeeded as e:
+            if e.owner is not None and e.owner is not self:
+                raise  # an enclosing nn.jit's table: that one learns
+            if known:
+                # An earlier trace learnt other paths: the rng use depends on the
+                # shapes, and so do the counters after the call.
+                self.varying.add(static)
+                payload['signature'] = _signature(variables, *dynamic, kwargs)
+            # Learn by an abstract trace which path hashes it needs.
             payload['index'] = None
             jax.eval_shape(
                 lambda v, k, d, kw: self.run(
@@ -352,10 +376,22 @@ class _ScopeJit:
                 kwargs,
             )
             seen = payload.pop('seen')
+            if known:  # the positions known so far stay; the new paths go after them
+                seen = needed[0] + tuple(s for s in seen if s not in needed[1])
             needed = (seen, {item: i for i, item in enumerate(seen)}) if seen else _NO_HASHES
-            result = self._call(
-                static, payload, needed, templates, variables, keys, dynamic, kwargs
-            )
+            try:
+                result = self._call(
+                    static, payload, needed, templates, variables, keys, dynamic, kwargs
+                )
+            except _HashesNeeded as missed:
+                if missed.owner is not self:
+                    raise
+                raise TransformArgumentError(
+                    f'nn.jit: rng stream "{missed.stream}" was drawn at {missed.items[1]}, '
+                    'which a trace of the same call just before did not draw; the jitted '
+                    'function must draw the same random numbers whenever it is traced '
+                    'with the same arguments (no Python state deciding it).'
+                ) from None
             known = False
         if not known:
             self.needed[static] = needed
@@ -386,6 +422,14 @@ def _transformed(args: tuple) -> bool:
 
 # (seen, index) of a function that draws no random numbers.
 _NO_HASHES: tuple = ((), {})
+
+
+def _signature(*trees: Any) -> tuple:
+    """The shapes and dtypes of the arrays of a call (what its trace may depend on)."""
+    return tuple(
+        (np.shape(leaf), str(getattr(leaf, 'dtype', type(leaf).__name__)))
+        for leaf in jax.tree_util.tree_leaves(trees)
+    )
 
 
 def _split_donated(dynamic: tuple, static_args: dict, donate: frozenset) -> tuple:

@@ -28,6 +28,7 @@ from linen.transforms import _args, _jit
 from linen.transforms._module_lift import (
     _check_returns,
     _mark,
+    check_methods,
     check_setup,
     readopted,
     reserve_callers_names,
@@ -47,6 +48,7 @@ def jit_class(target: type, methods: Sequence[str] | None, options: dict) -> typ
     """``Jit<Target>``, whose ``methods`` (default ``__call__``) are compiled; cached."""
     if not (isinstance(target, type) and issubclass(target, Module)):
         raise errors.TransformTargetError(target)
+    check_methods(methods)
     options = {**options, 'module_key': _module_key}
     cache_key = (target, tuple(methods or ('__call__',)), _options_key(options))
     try:

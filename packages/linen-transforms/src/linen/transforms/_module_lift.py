@@ -26,6 +26,7 @@ from linen.module.dispatch import (
     setup_called,
 )
 from linen.transforms import _args, _pack
+from linen.transforms.errors import TransformArgumentError
 
 # make_lifted(body) -> lifted(scope, *args, **kwargs); body(scope, *args, **kwargs)
 MakeLifted = Callable[[Callable], Callable]
@@ -202,6 +203,7 @@ def lift_class(
     """A subclass of ``cls`` whose ``methods`` (default ``__call__``) run under the transform."""
     if not (isinstance(cls, type) and issubclass(cls, Module)):
         raise errors.TransformTargetError(cls)
+    check_methods(methods)
     attrs: dict[str, Any] = {}
     for method_name in methods or ('__call__',):
         orig = getattr(cls, method_name)
@@ -209,6 +211,17 @@ def lift_class(
     attrs['__module__'] = cls.__module__
     attrs['__qualname__'] = f'{transform_name}{cls.__name__}'  # as Flax names it
     return type(f'{transform_name}{cls.__name__}', (cls,), attrs)
+
+
+def check_methods(methods: Any) -> None:
+    """``methods=`` of a transform applied to a Module class: None, a tuple, list or dict
+    of method names, as Flax requires (a string would be read letter by letter)."""
+    if methods is not None and not isinstance(methods, (tuple, list, Mapping)):
+        raise TransformArgumentError(
+            'transform methods argument must be None, tuple, list, or dict. '
+            f'(got {methods!r}: name the methods to transform in a tuple, '
+            "e.g. methods=('__call__', 'encode'))"
+        )
 
 
 def _class_method(

@@ -22,6 +22,7 @@ from linen.transforms import _pack
 from linen.transforms._axis_markers import SplitAxes
 from linen.transforms.errors import (
     ScanBroadcastAxisError,
+    ScanBroadcastOutputError,
     ScanCarryCreationError,
     ScanCollectionError,
     ScanLengthError,
@@ -251,9 +252,24 @@ class _Scan:
         run_step = _step_runner(
             self.fn, scope_or_scopes, multi, scopes, ins, mutable, kwargs, xs_tree
         )
-        self._run_first_step(run_step, scopes, ins, carry, xs, in_spec)
-        carry_vars, carry, axis_out, ys = self._loop(run_step, ins, carry, xs, in_spec, n)
-        ys = _apply_out_axes(ys, self.out_axes)
+        # Outputs with out_axes nn.broadcast are loop-invariant: they come from the
+        # step run before the loop (as Flax's broadcast pass), not from the loop.
+        invariant = self.out_axes is broadcast or any(
+            ax is broadcast for ax in jax.tree_util.tree_leaves(self.out_axes)
+        )
+        ys_first = self._run_first_step(run_step, scopes, ins, carry, xs, in_spec, invariant)
+        carry_vars, carry, axis_out, ys = self._loop(
+            run_step, ins, carry, xs, in_spec, n, self.out_axes if invariant else None
+        )
+        if invariant:
+            ys = _map_out_axes(
+                lambda ax, y, y0: y0 if ax is broadcast else _moveaxis_out(y, ax),
+                self.out_axes,
+                ys,
+                ys_first,
+            )
+        else:
+            ys = _map_out_axes(lambda ax, y: _moveaxis_out(y, ax), self.out_axes, ys)
         self._write_back(scopes, ins.bcast_vars, carry_vars, axis_out)
         return carry, ys
 
@@ -298,15 +314,19 @@ class _Scan:
             bcast_vars, tuple(carry_vars), tuple(axis_vars), rest_vars, split, fixed_keys, paths
         )
 
-    def _run_first_step(self, run_step, scopes: tuple, ins: _Inputs, carry, xs, in_spec):
+    def _run_first_step(
+        self, run_step, scopes: tuple, ins: _Inputs, carry, xs, in_spec, invariant: bool
+    ) -> Any:
         """Run the body once before the loop, on the first step's inputs, unless
-        ``check_constancy_invariants`` is off.
+        ``check_constancy_invariants`` is off and no output is loop-invariant.
 
         For real when broadcast collections must be created (init), so the loop can
-        read them (they go into ``ins.bcast_vars``); abstractly otherwise. Either way
-        its rng draws count, as in Flax: inside the loop a scope's first make_rng is
-        its second. A step that writes a collection no rule names, or creates a carry
-        collection, is refused.
+        read them (they go into ``ins.bcast_vars``), or when ``invariant`` (an
+        ``out_axes`` entry is ``nn.broadcast``): then its outputs are returned, and
+        those must not depend on the carry or the scanned inputs. Abstractly
+        otherwise. Either way its rng draws count, as in Flax: inside the loop a
+        scope's first make_rng is its second. A step that writes a collection no
+        rule names, or creates a carry collection, is refused.
         """
         first = tuple(
             x
@@ -330,18 +350,27 @@ class _Scan:
             any(in_filter(s.mutable, c) for c in _broadcast_cols(self.variable_broadcast))
             for s in scopes
         ]
-        if self.check_constancy_invariants and any(init_bcast):
-            inner, _, _ = first_step(variables, carry, first)
-            for b, i in zip(ins.bcast_vars, inner):
-                b.update(_pack.inner_mutated(i, (self.variable_broadcast,))[0])
+        ys = None
+        if invariant or (self.check_constancy_invariants and any(init_bcast)):
+            inner, _, ys = first_step(variables, carry, first)
+            if self.check_constancy_invariants:
+                for b, i in zip(ins.bcast_vars, inner):
+                    b.update(_pack.inner_mutated(i, (self.variable_broadcast,))[0])
+            if invariant:
+                _refuse_dependent_outputs(
+                    first_step, variables, carry, first, in_spec, self.out_axes
+                )
         elif self.check_constancy_invariants:
             _probe_abstractly(first_step, variables, carry, first, in_spec)
         _refuse_misplaced(written, created)
+        return ys
 
-    def _loop(self, run_step, ins: _Inputs, carry, xs, in_spec, n: int):
+    def _loop(self, run_step, ins: _Inputs, carry, xs, in_spec, n: int, invariant_axes=None):
         """The ``lax.scan`` over ``n`` steps.
 
-        Returns ``(carry collections, carry, axis collections, ys)`` as the loop ends.
+        Returns ``(carry collections, carry, axis collections, ys)`` as the loop ends;
+        with ``invariant_axes`` (the ``out_axes``), the outputs they mark
+        ``nn.broadcast`` are left out of the loop's (``None`` in ``ys``).
         """
         step_keys = tuple({k: jax.random.split(v, n) for k, v in sp.items()} for sp in ins.split)
         scanned_xs = tuple(
@@ -349,7 +378,7 @@ class _Scan:
         )
         bcast_xs = tuple(x if ax is broadcast else None for x, ax in zip(xs, in_spec))
         (carry_vars, carry), (axis_out, ys) = lax.scan(
-            self._body(run_step, ins, bcast_xs),
+            self._body(run_step, ins, bcast_xs, invariant_axes),
             (ins.carry_vars, carry),
             (ins.axis_vars, step_keys, scanned_xs),
             # As in Flax, a length is passed only if given: JAX then reports scanned
@@ -360,7 +389,7 @@ class _Scan:
         )
         return carry_vars, carry, axis_out, ys
 
-    def _body(self, run_step, ins: _Inputs, bcast_xs: tuple) -> Callable:
+    def _body(self, run_step, ins: _Inputs, bcast_xs: tuple, invariant_axes=None) -> Callable:
         """The loop body: one step's variables and keys in, its carry and slices out."""
         bcast_vars, rest_vars = ins.bcast_vars, ins.rest_vars
         data_transform, filters, n_out_axes = self.data_transform, self.filters, self.n_out_axes
@@ -380,6 +409,8 @@ class _Scan:
                 keys_list.append(k)
             x_args = tuple(b if s is None else s for b, s in zip(bcast_xs, x_slices))
             inner, c, ys = run_step(variables, keys_list, c, x_args)
+            if invariant_axes is not None:
+                ys = _map_out_axes(lambda ax, y: None if ax is broadcast else y, invariant_axes, ys)
             outs = [Groups.of(_pack.inner_mutated(i, filters), n_out_axes) for i in inner]
             new_carry_vars = tuple(out.carry for out in outs)
             new_axis = tuple(out.axes for out in outs)
@@ -485,14 +516,48 @@ def _broadcast_cols(variable_broadcast: Filter):
     return []
 
 
-def _apply_out_axes(ys: Any, out_axes: Any) -> Any:
-    if isinstance(out_axes, int):
-        return _moveaxis_out(ys, out_axes)
+def _map_out_axes(f: Callable, out_axes: Any, ys: Any, *more: Any) -> Any:
+    """``f(axis, outputs, *more)`` at each leaf of ``out_axes`` (an int or
+    ``nn.broadcast``) with the outputs' subtree there, and ``more``'s, which have the
+    outputs' structure down to those leaves."""
+    if isinstance(out_axes, int) or out_axes is broadcast:
+        return f(out_axes, ys, *more)
     if (
         isinstance(out_axes, (tuple, list))
         and isinstance(ys, (tuple, list))
         and len(out_axes) == len(ys)
     ):
-        return type(ys)(_apply_out_axes(y, ax) for y, ax in zip(ys, out_axes))
+        return type(ys)(_map_out_axes(f, *parts) for parts in zip(out_axes, ys, *more))
     # As in Flax, `out_axes` is a prefix of the outputs' tree (else JAX's ValueError).
-    return jax.tree_util.tree_map(lambda ax, y: _moveaxis_out(y, ax), out_axes, ys)
+    return jax.tree_util.tree_map(f, out_axes, ys, *more)
+
+
+def _refuse_dependent_outputs(
+    first_step: Callable, variables, carry, first: tuple, in_spec: tuple, out_axes: Any
+) -> None:
+    """Raise ``ScanBroadcastOutputError`` when an output marked ``nn.broadcast``
+    depends on the carry or the scanned inputs: under ``jax.vmap`` over a batch of
+    one of those, such an output is mapped, which ``out_axes=None`` refuses."""
+    bcast_first = tuple(x if ax is broadcast else None for x, ax in zip(first, in_spec))
+    scanned_first = tuple(None if ax is broadcast else x for x, ax in zip(first, in_spec))
+
+    def invariant_outputs(c, scanned):
+        f = tuple(x if s is None else s for x, s in zip(bcast_first, scanned))
+        ys = first_step(variables, c, f)[2]
+        return _map_out_axes(lambda ax, y: y if ax is broadcast else None, out_axes, ys)
+
+    def batch_of_one(tree):
+        return jax.tree_util.tree_map(
+            lambda a: jax.ShapeDtypeStruct((1, *jnp.shape(a)), jnp.result_type(a)), tree
+        )
+
+    try:
+        jax.eval_shape(
+            jax.vmap(invariant_outputs, out_axes=None),
+            batch_of_one(carry),
+            batch_of_one(scanned_first),
+        )
+    except ValueError as e:
+        if 'out_axes' not in str(e):
+            raise
+        raise ScanBroadcastOutputError() from None

@@ -10,6 +10,7 @@ __all__ = [
     'ScanCollectionError',
     'ScanCarryCreationError',
     'ScanBroadcastAxisError',
+    'ScanBroadcastOutputError',
     'TransformArgumentError',
     'RematConcreteArgumentError',
     'RematStaticArgnumsError',
@@ -130,6 +131,24 @@ class ScanBroadcastAxisError(LinenError, AssertionError):
             f'nn.scan: variable_axes maps {names} to nn.broadcast, which scan does not '
             f'support; share the collection across the steps with '
             f'`variable_broadcast={first!r}` (and `split_rngs={{{first!r}: False}}`) instead.'
+        )
+
+
+class ScanBroadcastOutputError(LinenError, ValueError):
+    """An ``nn.scan`` output marked ``nn.broadcast`` in ``out_axes`` depends on the
+    carry or the scanned inputs.
+
+    Such an output is computed once, before the loop, so it may depend only on the
+    broadcast arguments and variables. Flax raises a ``ValueError`` with the same
+    first sentence.
+    """
+
+    def __init__(self):
+        super().__init__(
+            'broadcasted variable has a data dependency on the scan body. (nn.scan: an '
+            'output whose out_axes is nn.broadcast is computed once, before the loop, so '
+            'it may depend only on broadcast arguments and variables, not on the carry '
+            'or the scanned inputs; give it an integer out_axes to stack it per step.)'
         )
 
 
