@@ -218,7 +218,40 @@ def _control_flow_branch(kind):
     return program
 
 
+def _module_among_primals(transform):
+    def program(nn):
+        class Other(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                return nn.Dense(2)(x)
+
+        class Model(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                other = Other()
+                other(x)
+
+                def f(mdl, m, x):
+                    return m(x) * mdl.param('w', nn.initializers.ones, (2,))
+
+                if transform == 'jvp':
+                    return nn.jvp(f, self, (other, x), (other, x), {})
+                return nn.vjp(f, self, other, x)
+
+        return Model().init(KEY, jnp.ones(2))
+
+    return program
+
+
 BUILTINS = {
+    'module_among_jvp_primals': (
+        _module_among_primals('jvp'),
+        linen_transform_errors.ModuleArgumentUnsupportedError,
+    ),
+    'module_among_vjp_primals': (
+        _module_among_primals('vjp'),
+        linen_transform_errors.ModuleArgumentUnsupportedError,
+    ),
     'methods_as_a_string_jit': (
         _methods_as_a_string('jit'),
         linen_transform_errors.TransformArgumentError,

@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 
 from linen.core import errors, meta
@@ -22,7 +23,7 @@ from linen.transforms import (
     _vmap,
 )
 from linen.transforms._module_lift import is_partial_module_class, lift
-from linen.transforms.errors import TransformArgumentError
+from linen.transforms.errors import ModuleArgumentUnsupportedError, TransformArgumentError
 
 broadcast = _scan.broadcast
 
@@ -289,6 +290,13 @@ def _module_scope(mdl: Any):
     return mdl.scope
 
 
+def _refuse_module_primals(transform: str, primals: Any) -> None:
+    """As Flax's, ``nn.jvp`` and ``nn.vjp`` lift the module's scope alone."""
+    for leaf in jax.tree_util.tree_leaves(primals):
+        if isinstance(leaf, Module):
+            raise ModuleArgumentUnsupportedError(transform, type(leaf).__name__)
+
+
 def vjp(
     fn: Callable,
     mdl: Any,
@@ -301,6 +309,7 @@ def vjp(
     multi_scope: bool = False,
 ):
     """Lifted ``jax.vjp``: ``(y, vjp_fn)``; ``vjp_fn(ct)`` -> ``(variable_grads, *input_grads)``."""
+    _refuse_module_primals('vjp', primals)
     return _autodiff.vjp(
         _on_module(fn, mdl),
         _module_scope(mdl),
@@ -370,6 +379,7 @@ def jvp(
     rngs: Any = True,
 ):
     """Lifted ``jax.jvp``: ``(y, y_tangent)``."""
+    _refuse_module_primals('jvp', primals)
     return _autodiff.jvp(
         _on_module(fn, mdl), _module_scope(mdl), primals, tangents, variable_tangents
     )

@@ -14,6 +14,7 @@ __all__ = [
     'TransformArgumentError',
     'RematConcreteArgumentError',
     'RematStaticArgnumsError',
+    'ModuleArgumentUnsupportedError',
     'VmapVariableAxisError',
 ]
 
@@ -177,6 +178,20 @@ class RematConcreteArgumentError(TransformArgumentError, NotImplementedError):
             '(linen: remat(concrete=True) is not supported, JAX removed concrete '
             'checkpointing; mark the Python-control-flow arguments static with '
             '`static_argnums=`.)'
+        )
+
+
+class ModuleArgumentUnsupportedError(TransformArgumentError, NotImplementedError):
+    """``nn.jvp``/``nn.vjp`` got a Module among the primals: those transforms lift the
+    module's own scope only, as in Flax, which raises ``NotImplementedError`` with the
+    same first sentence."""
+
+    def __init__(self, transform: str, module_name: str):
+        super().__init__(
+            'This transform does not yet support Modules that include other Modules '
+            f'passed as arguments. (nn.{transform} got the module {module_name} among its '
+            'primals: call it inside the function through the module the transform '
+            'lifts, e.g. `lambda mdl, x: mdl.child(x)`.)'
         )
 
 
