@@ -127,7 +127,39 @@ def _jit_with_shape_dependent_rng_use(nn):
     return jax.tree_util.tree_map(jnp.shape, (variables, outs))
 
 
+def _module_among_grad_primals(called_before):
+    def program(nn):
+        class Other(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                return nn.Dense(2)(x)
+
+        class Model(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                other = Other()
+                if called_before:
+                    other(x)
+
+                def f(mdl, m, x):
+                    y = m(x) * mdl.param('w', nn.initializers.ones, (2,))
+                    return jnp.sum(y**2), y
+
+                (value, aux), grads = nn.value_and_grad(f, self, other, x, has_aux=True)
+                return value, aux, nn.grad(lambda mdl, m, x: f(mdl, m, x)[0], self, other, x)
+
+        out, variables = Model().init_with_output(KEY, jnp.ones(2))
+        again = Model().apply(variables, jnp.arange(2.0))
+        # The module's place in the gradients is a placeholder with no leaves (Flax's
+        # InstancePlaceholder, linen's Slot): the leaves are compared.
+        return jax.tree_util.tree_leaves((out, again)), variables
+
+    return program
+
+
 RUNS = {
+    'grad_module_primal': _module_among_grad_primals(True),
+    'grad_module_primal_creating_params': _module_among_grad_primals(False),
     'jit_shape_dependent_rng_use': _jit_with_shape_dependent_rng_use,
     'name_annotated_str': _annotated_name(str),
     'name_annotated_str_text': _annotated_name('str'),

@@ -13,6 +13,7 @@ from linen.core import errors, meta
 from linen.module import Module
 from linen.module.dispatch import call_wrapped_method
 from linen.transforms import (
+    _args,
     _autodiff,
     _control,
     _direct,
@@ -357,9 +358,18 @@ def _scalar_value_and_grad(fn: Callable, mdl: Any, primals: tuple, has_aux: bool
     The functional ``lift.value_and_grad`` differentiates the sum of a non-scalar
     value, as Flax's does; Flax's ``nn.grad``/``nn.value_and_grad`` refuse it.
     """
-    out = _autodiff.value_and_grad(
-        _on_module(fn, mdl), _module_scope(mdl), *primals, has_aux=has_aux
-    )
+    body, scope = _on_module(fn, mdl), _module_scope(mdl)
+    primals, _, objects = _args.extract(tuple(primals), {})
+    if objects:
+        # Modules and Variables among the primals are lifted with mdl, as in Flax;
+        # their gradient's place holds a pytree with no leaves, as Flax's placeholder.
+        on_mdl, scope = body, (scope, *_args.scopes_of(objects))
+
+        def body(scopes, *args):
+            args, _ = _args.restore(args, {}, objects, scopes[1:])
+            return on_mdl(scopes[0], *args)
+
+    out = _autodiff.value_and_grad(body, scope, *primals, has_aux=has_aux)
     if jnp.shape(out[0]) != ():
         raise TransformArgumentError(
             'grad can only work on functions with scalar-valued outputs. out shape='
