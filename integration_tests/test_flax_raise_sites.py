@@ -157,7 +157,43 @@ def _module_among_grad_primals(called_before):
     return program
 
 
+def _unbound_non_compact(transform):
+    # Flax runs these transforms on a method that is not compact of an unbound module
+    # (nothing to lift); a Python list records the traces.
+    def program(nn):
+        traced = []
+
+        class Block(nn.Module):
+            scale: float = 2.0
+
+            def __call__(self, x):
+                traced.append(x.shape)
+                return x * self.scale * x.shape[0]
+
+            def left(self, x):
+                traced.append('left')
+                return x * self.scale
+
+            def right(self, x):
+                traced.append('right')
+                return x - self.scale
+
+        x = jnp.arange(6.0).reshape(3, 2)
+        if transform == 'remat':
+            y = nn.remat(Block)()(x)
+        elif transform == 'vmap':
+            y = nn.vmap(Block, in_axes=0, out_axes=1)()(x)
+        elif transform == 'cond':
+            y = jax.jit(lambda p, x: nn.cond(p, Block.left, Block.right, Block(), x))(False, x)
+        else:
+            y = nn.switch(1, [Block.left, Block.right], Block(), x)
+        return y, [str(t) for t in traced]
+
+    return program
+
+
 RUNS = {
+    **{f'unbound_{t}': _unbound_non_compact(t) for t in ('remat', 'vmap', 'cond', 'switch')},
     'grad_module_primal': _module_among_grad_primals(True),
     'grad_module_primal_creating_params': _module_among_grad_primals(False),
     'jit_shape_dependent_rng_use': _jit_with_shape_dependent_rng_use,

@@ -20,7 +20,7 @@ from linen.core import errors
 from linen.module import Module
 from linen.module.dispatch import call_wrapped_method
 from linen.transforms import _args
-from linen.transforms._module_lift import _check_returns, check_setup
+from linen.transforms._module_lift import _check_returns, check_setup, unbound_stand_in
 from linen.transforms.errors import TransformArgumentError
 
 
@@ -61,6 +61,9 @@ def lift_direct(
                 f'(got the class {fn.__name__}: pass a function such as '
                 f'`lambda mdl, x: {fn.__name__}()(x)`.)'
             )
+    if isinstance(mdl, Module) and mdl.scope is None and transform in ('cond', 'switch'):
+        # As Flax, on an unbound module the branches run with nothing to lift.
+        mdl = unbound_stand_in(mdl)
     scope = mdl.scope if isinstance(mdl, Module) else None
     if scope is None:
         raise errors.CallCompactUnboundModuleError(type(mdl).__name__, 'lifted function')

@@ -97,6 +97,8 @@ def lift_method(fn: Callable, make_lifted: MakeLifted, multi_scope: bool = False
     @functools.wraps(fn)
     def lifted(self, *args, **kwargs):
         compact = is_compact or in_compact_method(self)
+        if not compact and self.scope is None:
+            return lifted(unbound_stand_in(self), *args, **kwargs)
 
         def run(clone, a, k):
             return call_wrapped_method(clone, fn, method_name, compact, a, k)
@@ -104,6 +106,17 @@ def lift_method(fn: Callable, make_lifted: MakeLifted, multi_scope: bool = False
         return _run_lifted(self, method_name, make_lifted, multi_scope, run, args, kwargs)
 
     return _mark(lifted)
+
+
+def unbound_stand_in(module: Any) -> Any:
+    """``module`` bound to an empty, immutable root scope with no rng streams.
+
+    Flax runs a transformed method that is not compact on an unbound module (no
+    variables to lift: ``nn.remat(Block)()(x)`` outside ``apply`` runs ``Block``
+    under ``jax.checkpoint``); the stand-in lets the lifting run the same way, with
+    nothing to lift and nothing written back.
+    """
+    return module.bind({})
 
 
 def _run_lifted(self, method_name, make_lifted, multi_scope, run, args, kwargs, base=None):
@@ -231,8 +244,13 @@ def _class_method(
     multi_scope: bool = False,
     base: type | None = None,
 ) -> Callable:
+    is_compact = bool(getattr(orig, 'compact', False))
+
     @functools.wraps(orig)
     def lifted(self, *args, **kwargs):
+        if not is_compact and self.scope is None:
+            return lifted(unbound_stand_in(self), *args, **kwargs)
+
         def run(clone, a, k):
             return orig(clone, *a, **k)
 
