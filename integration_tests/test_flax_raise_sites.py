@@ -311,7 +311,26 @@ def _module_among_primals(transform):
     return program
 
 
+def _reduce_axes(transform):
+    def program(nn):
+        class Model(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                def f(mdl, x):
+                    return jnp.sum(mdl.param('w', nn.initializers.ones, (2,)) * x)
+
+                return getattr(nn, transform)(f, self, x, reduce_axes=('batch',))
+
+        return Model().init(KEY, jnp.ones(2))
+
+    return program
+
+
 BUILTINS = {
+    **{
+        f'reduce_axes_{t}': (_reduce_axes(t), linen_transform_errors.ReduceAxesArgumentError)
+        for t in ('grad', 'value_and_grad', 'vjp')
+    },
     'module_among_jvp_primals': (
         _module_among_primals('jvp'),
         linen_transform_errors.ModuleArgumentUnsupportedError,
@@ -368,6 +387,30 @@ def test_error_is_the_builtin_flax_raises(case):
     assert type(theirs).__module__ == 'builtins', theirs
     assert type(ours) is linen_class
     assert isinstance(ours, type(theirs)), (type(ours).__mro__, theirs)
+
+
+@pytest.mark.parametrize('transform', ['vjp', 'value_and_grad'])
+def test_functional_lift_refuses_reduce_axes_as_flax(transform):
+    from flax.core import init as flax_init
+    from flax.core import lift as flax_lift
+
+    from linen.core import init as linen_init
+    from linen.transforms import lift as linen_lift
+
+    def program(lift, init):
+        def f(scope, x):
+            return jnp.sum(scope.param('w', lambda key, shape: jnp.ones(shape), (2,)) * x)
+
+        def outer(scope, x):
+            return getattr(lift, transform)(f, scope, x, reduce_axes=('batch',))
+
+        return init(outer)(KEY, jnp.ones(2))
+
+    theirs = _raised(lambda _: program(flax_lift, flax_init), None)
+    ours = _raised(lambda _: program(linen_lift, linen_init), None)
+    assert type(theirs) is NotImplementedError
+    assert isinstance(ours, linen_transform_errors.ReduceAxesArgumentError)
+    assert str(ours).startswith(str(theirs))
 
 
 def test_functional_value_and_grad_of_a_vector_differentiates_its_sum_as_flax():

@@ -24,7 +24,11 @@ from linen.transforms import (
     _vmap,
 )
 from linen.transforms._module_lift import is_partial_module_class, lift
-from linen.transforms.errors import ModuleArgumentUnsupportedError, TransformArgumentError
+from linen.transforms.errors import (
+    ModuleArgumentUnsupportedError,
+    ReduceAxesArgumentError,
+    TransformArgumentError,
+)
 
 broadcast = _scan.broadcast
 
@@ -310,6 +314,8 @@ def vjp(
     multi_scope: bool = False,
 ):
     """Lifted ``jax.vjp``: ``(y, vjp_fn)``; ``vjp_fn(ct)`` -> ``(variable_grads, *input_grads)``."""
+    if reduce_axes:
+        raise ReduceAxesArgumentError('vjp')
     _refuse_module_primals('vjp', primals)
     return _autodiff.vjp(
         _on_module(fn, mdl),
@@ -334,6 +340,8 @@ def value_and_grad(
     ``((value, aux), grads)`` with ``has_aux`` (Flax's nn order; the functional
     ``lift.value_and_grad`` returns ``(value, aux, grads)``).
     """
+    if reduce_axes:
+        raise ReduceAxesArgumentError('value_and_grad')
     out = _scalar_value_and_grad(fn, mdl, primals, has_aux)
     return ((out[0], out[1]), out[2]) if has_aux else out
 
@@ -348,6 +356,8 @@ def grad(
     rngs: Any = True,
 ):
     """Lifted ``jax.grad`` with respect to the inputs (not the variables)."""
+    if reduce_axes:
+        raise ReduceAxesArgumentError('grad')
     out = _scalar_value_and_grad(fn, mdl, primals, has_aux)
     return (out[2], out[1]) if has_aux else out[1]
 

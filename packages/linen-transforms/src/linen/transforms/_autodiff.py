@@ -16,6 +16,7 @@ import jax.numpy as jnp
 
 from linen.core.lifting import Filter
 from linen.transforms import _pack
+from linen.transforms.errors import ReduceAxesArgumentError
 
 
 def _split(state: _pack.ScopeTree, diff_filter: Filter):
@@ -40,6 +41,8 @@ def vjp(
     has the structure of ``scope`` (a pytree of scopes), a ``{collection: tree}``
     of the ``vjp_variables`` collections per scope.
     """
+    if reduce_axes:  # as Flax's lift (JAX removed the argument)
+        raise ReduceAxesArgumentError('vjp')
     state = _pack.ScopeTree(scope)
     diff_vars, other_vars = _split(state, vjp_variables)
 
@@ -73,6 +76,8 @@ def value_and_grad(
 ):
     """``(value, primal_grads)``, or ``(value, aux, primal_grads)`` with ``has_aux`` (Flax's
     order); ``fn`` returns a scalar. Gradients are taken for the primals only."""
+    if reduce_axes:
+        raise ReduceAxesArgumentError('value_and_grad')
     out = vjp(fn, scope, *primals, has_aux=has_aux, vjp_variables=False)
     y, vjp_fn = out[0], out[1]
     grads = tuple(vjp_fn(jnp.ones_like(y))[1:])
@@ -92,6 +97,8 @@ def grad(
 
     ``(grads, aux)`` with ``has_aux``.
     """
+    if reduce_axes:
+        raise ReduceAxesArgumentError('grad')
     out = value_and_grad(fn, scope, *primals, has_aux=has_aux)
     return (out[2], out[1]) if has_aux else out[1]
 

@@ -15,6 +15,7 @@ __all__ = [
     'RematConcreteArgumentError',
     'RematStaticArgnumsError',
     'ModuleArgumentUnsupportedError',
+    'ReduceAxesArgumentError',
     'VmapVariableAxisError',
 ]
 
@@ -192,6 +193,19 @@ class ModuleArgumentUnsupportedError(TransformArgumentError, NotImplementedError
             f'passed as arguments. (nn.{transform} got the module {module_name} among its '
             'primals: call it inside the function through the module the transform '
             'lifts, e.g. `lambda mdl, x: mdl.child(x)`.)'
+        )
+
+
+class ReduceAxesArgumentError(TransformArgumentError, NotImplementedError):
+    """``reduce_axes=`` given to ``nn.grad``, ``nn.value_and_grad`` or ``nn.vjp``: JAX
+    removed the argument, and Flax raises ``NotImplementedError`` with the same first
+    sentence."""
+
+    def __init__(self, transform: str):
+        super().__init__(
+            f'reduce_axes argument to {transform} is deprecated (JAX removed it: sum the '
+            'gradients over the named axes with `jax.lax.psum` yourself, or drop the '
+            'argument).'
         )
 
 
