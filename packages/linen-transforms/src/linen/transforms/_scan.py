@@ -205,6 +205,11 @@ class _Scan:
         self.variable_broadcast = variable_broadcast
         self.in_axes = in_axes
         self.out_axes = out_axes
+        # Outputs with out_axes nn.broadcast are loop-invariant: they come from the
+        # step run before the loop (as Flax's broadcast pass), not from the loop.
+        self.invariant_out = out_axes is broadcast or any(
+            ax is broadcast for ax in jax.tree_util.tree_leaves(out_axes)
+        )
         self.length = length
         self.reverse = reverse
         self.unroll = unroll
@@ -252,11 +257,7 @@ class _Scan:
         run_step = _step_runner(
             self.fn, scope_or_scopes, multi, scopes, ins, mutable, kwargs, xs_tree
         )
-        # Outputs with out_axes nn.broadcast are loop-invariant: they come from the
-        # step run before the loop (as Flax's broadcast pass), not from the loop.
-        invariant = self.out_axes is broadcast or any(
-            ax is broadcast for ax in jax.tree_util.tree_leaves(self.out_axes)
-        )
+        invariant = self.invariant_out
         ys_first = self._run_first_step(run_step, scopes, ins, carry, xs, in_spec, invariant)
         carry_vars, carry, axis_out, ys = self._loop(
             run_step, ins, carry, xs, in_spec, n, self.out_axes if invariant else None
