@@ -28,7 +28,10 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
             'first learns which rng path hashes the compiled function takes as inputs (what '
             'lets N instances compile once and keeps the parameters), so a trace counter '
             'inside the body reads one more on init than in Flax (2 for N equal instances, '
-            'where Flax counts 1). Other Python side effects of tracing follow the same rule: '
+            'where Flax counts 1); a module whose rng use depends on its input shapes '
+            "(dropout per row in a loop over rows) learns each new shape's paths the same "
+            'way, with one more abstract trace. Other Python side effects of tracing follow '
+            'the same rule: '
             "a warning a traced layer raises (`SelfAttention`'s `DeprecationWarning`) comes in "
             "the stages where linen traces, which need not be Flax's (fuzz finding F19). "
             "`static_argnums`/`donate_argnums` count the module as 0, as Flax's; only the "
