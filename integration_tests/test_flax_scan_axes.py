@@ -414,3 +414,30 @@ def test_a_loop_invariant_output_depending_on_the_loop_is_refused_as_flax(kind):
     with pytest.raises(ScanBroadcastOutputError) as ours:
         program(linen_nn)
     assert str(ours.value).startswith(str(theirs.value))
+
+
+def test_gradients_through_a_loop_invariant_output_as_flax():
+    def program(nn):
+        class Cell(nn.Module):
+            @nn.compact
+            def __call__(self, c, x):
+                dense = nn.Dense(2)
+                y = dense(c) + x
+                return y, (y, jnp.tanh(dense.variables['params']['kernel']).sum(0) * 3.0)
+
+        scan = nn.scan(
+            Cell,
+            variable_broadcast='params',
+            split_rngs={'params': False},
+            out_axes=(0, nn.broadcast),
+        )
+        xs = jnp.linspace(0.0, 1.0, 6).reshape(3, 2)
+        variables = scan().init(jax.random.key(0), jnp.ones(2), xs)
+
+        def loss(variables):
+            c, (ys, invariant) = scan().apply(variables, jnp.ones(2), xs)
+            return jnp.sum(c**2) + jnp.sum(invariant[None] * ys)
+
+        return _np(jax.jit(jax.grad(loss))(variables))
+
+    _assert_same(program(linen_nn), program(flax_nn))
