@@ -359,43 +359,48 @@ class _ScopeJit:
         except _HashesNeeded as e:
             if e.owner is not None and e.owner is not self:
                 raise  # an enclosing nn.jit's table: that one learns
-            if known:
-                # An earlier trace learnt other paths: the rng use depends on the
-                # shapes, and so do the counters after the call.
-                self.varying.add(static)
-                payload['signature'] = _signature(variables, *dynamic, kwargs)
-            # Learn by an abstract trace which path hashes it needs.
-            payload['index'] = None
-            jax.eval_shape(
-                lambda v, k, d, kw: self.run(
-                    _Static(('discover',) + static.key, payload), v, k, None, *d, kw
-                ),
-                variables,
-                keys,
-                dynamic,
-                kwargs,
+        else:
+            if not known:
+                self.needed[static] = needed
+            return result
+        # It draws from paths not known yet: learn them (outside the handler, so that an
+        # error of the user's code raised while learning is not chained to ours).
+        if known:
+            # An earlier trace learnt other paths: the rng use depends on the shapes,
+            # and so do the counters after the call.
+            self.varying.add(static)
+            payload['signature'] = _signature(variables, *dynamic, kwargs)
+        payload['index'] = None
+        jax.eval_shape(
+            lambda v, k, d, kw: self.run(
+                _Static(('discover',) + static.key, payload), v, k, None, *d, kw
+            ),
+            variables,
+            keys,
+            dynamic,
+            kwargs,
+        )
+        seen = payload.pop('seen')
+        if known:  # the positions known so far stay; the new paths go after them
+            seen = needed[0] + tuple(s for s in seen if s not in needed[1])
+        needed = (seen, {item: i for i, item in enumerate(seen)}) if seen else _NO_HASHES
+        try:
+            result = self._call(
+                static, payload, needed, templates, variables, keys, dynamic, kwargs
             )
-            seen = payload.pop('seen')
-            if known:  # the positions known so far stay; the new paths go after them
-                seen = needed[0] + tuple(s for s in seen if s not in needed[1])
-            needed = (seen, {item: i for i, item in enumerate(seen)}) if seen else _NO_HASHES
-            try:
-                result = self._call(
-                    static, payload, needed, templates, variables, keys, dynamic, kwargs
-                )
-            except _HashesNeeded as missed:
-                if missed.owner is not self:
-                    raise
-                raise TransformArgumentError(
-                    f'nn.jit: rng stream "{missed.stream}" was drawn at {missed.items[1]}, '
-                    'which a trace of the same call just before did not draw; the jitted '
-                    'function must draw the same random numbers whenever it is traced '
-                    'with the same arguments (no Python state deciding it).'
-                ) from None
-            known = False
-        if not known:
+        except _HashesNeeded as missed:
+            if missed.owner is not self:
+                raise
+            stream, path = missed.stream, missed.items[1]
+        else:
             self.needed[static] = needed
-        return result
+            return result
+        raise TransformArgumentError(
+            f'nn.jit: rng stream "{stream}" was drawn at {path}, which a trace of the same '
+            'call just before did not draw; the jitted function must draw the same random '
+            'numbers whenever it is traced with the same arguments (no Python state '
+            'deciding it).'
+        )
 
     def _call(self, static, payload, needed, templates, variables, keys, dynamic, kwargs):
         """Call the compiled function with the hashes of ``needed`` for the caller's streams."""
