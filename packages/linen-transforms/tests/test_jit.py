@@ -415,3 +415,15 @@ def test_rng_use_decided_by_python_state_is_a_transform_error():
     model = nn.jit(Fickle)()
     with pytest.raises(TransformArgumentError, match='"dropout" was drawn at'):
         model.apply({}, jnp.ones(2), rngs={'dropout': jax.random.key(0)})
+
+
+def test_an_error_raised_while_rng_paths_are_learnt_chains_nothing_internal():
+    class Wrong(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return jnp.dot(x, jnp.ones((3, 3)))  # x has 2 features: a user error
+
+    with pytest.raises(TypeError) as info:
+        nn.jit(Wrong)().init(jax.random.key(0), jnp.ones(2))
+    # The traceback shows the user's error alone, not linen's learning machinery.
+    assert info.value.__context__ is None or 'linen' not in type(info.value.__context__).__module__
