@@ -490,20 +490,24 @@ def _restructured(out: dict, before: dict) -> list:
     ]
 
 
+def _over_scanned(first_step: Callable, first: tuple, in_spec: tuple) -> tuple:
+    """``(scanned, step)``: the first step's scanned arguments alone (``None`` for the
+    broadcast ones), and ``step(v, c, scanned)`` running ``first_step`` with the
+    broadcast arguments as the values they are (a ``deterministic`` flag must reach the
+    body as a Python bool), as they do inside the loop."""
+    bcast = tuple(x if ax is broadcast else None for x, ax in zip(first, in_spec))
+    scanned = tuple(None if ax is broadcast else x for x, ax in zip(first, in_spec))
+
+    def step(v, c, scanned_args):
+        return first_step(v, c, tuple(x if s is None else s for x, s in zip(bcast, scanned_args)))
+
+    return scanned, step
+
+
 def _probe_abstractly(first_step: Callable, variables, carry, first: tuple, in_spec: tuple):
-    """Run ``first_step`` under ``jax.eval_shape``, tracing only the scanned arguments.
-
-    Broadcast arguments stay the values they are (a ``deterministic`` flag must reach
-    the body as a Python bool), as they do inside the loop.
-    """
-    bcast_first = tuple(x if ax is broadcast else None for x, ax in zip(first, in_spec))
-    scanned_first = tuple(None if ax is broadcast else x for x, ax in zip(first, in_spec))
-
-    def probe(v, c, scanned):
-        f = tuple(x if s is None else s for x, s in zip(bcast_first, scanned))
-        return first_step(v, c, f)[1:]
-
-    jax.eval_shape(probe, variables, carry, scanned_first)
+    """Run ``first_step`` under ``jax.eval_shape``, tracing only the scanned arguments."""
+    scanned, step = _over_scanned(first_step, first, in_spec)
+    jax.eval_shape(lambda v, c, s: step(v, c, s)[1:], variables, carry, scanned)
 
 
 def _broadcast_cols(variable_broadcast: Filter):
@@ -539,12 +543,10 @@ def _refuse_dependent_outputs(
     """Raise ``ScanBroadcastOutputError`` when an output marked ``nn.broadcast``
     depends on the carry or the scanned inputs: under ``jax.vmap`` over a batch of
     one of those, such an output is mapped, which ``out_axes=None`` refuses."""
-    bcast_first = tuple(x if ax is broadcast else None for x, ax in zip(first, in_spec))
-    scanned_first = tuple(None if ax is broadcast else x for x, ax in zip(first, in_spec))
+    scanned_first, step = _over_scanned(first_step, first, in_spec)
 
     def invariant_outputs(c, scanned):
-        f = tuple(x if s is None else s for x, s in zip(bcast_first, scanned))
-        ys = first_step(variables, c, f)[2]
+        ys = step(variables, c, scanned)[2]
         return _map_out_axes(lambda ax, y: y if ax is broadcast else None, out_axes, ys)
 
     def batch_of_one(tree):
