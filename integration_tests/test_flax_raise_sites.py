@@ -127,36 +127,6 @@ def _jit_with_shape_dependent_rng_use(nn):
     return jax.tree_util.tree_map(jnp.shape, (variables, outs))
 
 
-def _module_among_grad_primals(called_before):
-    def program(nn):
-        class Other(nn.Module):
-            @nn.compact
-            def __call__(self, x):
-                return nn.Dense(2)(x)
-
-        class Model(nn.Module):
-            @nn.compact
-            def __call__(self, x):
-                other = Other()
-                if called_before:
-                    other(x)
-
-                def f(mdl, m, x):
-                    y = m(x) * mdl.param('w', nn.initializers.ones, (2,))
-                    return jnp.sum(y**2), y
-
-                (value, aux), grads = nn.value_and_grad(f, self, other, x, has_aux=True)
-                return value, aux, nn.grad(lambda mdl, m, x: f(mdl, m, x)[0], self, other, x)
-
-        out, variables = Model().init_with_output(KEY, jnp.ones(2))
-        again = Model().apply(variables, jnp.arange(2.0))
-        # The module's place in the gradients is a placeholder with no leaves (Flax's
-        # InstancePlaceholder, linen's Slot): the leaves are compared.
-        return jax.tree_util.tree_leaves((out, again)), variables
-
-    return program
-
-
 def _unbound_non_compact(transform):
     # Flax runs these transforms on a method that is not compact of an unbound module
     # (nothing to lift); a Python list records the traces.
@@ -192,10 +162,53 @@ def _unbound_non_compact(transform):
     return program
 
 
+def _module_among_primals(transform, called_before=True):
+    """A bound Module among a lifted autodiff transform's primals: Flax lifts it for
+    ``grad``/``value_and_grad`` and refuses it for ``jvp``/``vjp``."""
+
+    def program(nn):
+        class Other(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                return nn.Dense(2)(x)
+
+        class Model(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                other = Other()
+                if called_before:
+                    other(x)
+
+                def f(mdl, m, x):
+                    return m(x) * mdl.param('w', nn.initializers.ones, (2,))
+
+                if transform == 'jvp':
+                    return nn.jvp(f, self, (other, x), (other, x), {})
+                if transform == 'vjp':
+                    return nn.vjp(f, self, other, x)
+
+                def loss(mdl, m, x):
+                    y = f(mdl, m, x)
+                    return jnp.sum(y**2), y
+
+                (value, aux), _ = nn.value_and_grad(loss, self, other, x, has_aux=True)
+                return value, aux, nn.grad(lambda mdl, m, x: loss(mdl, m, x)[0], self, other, x)
+
+        if transform in ('jvp', 'vjp'):
+            return Model().init(KEY, jnp.ones(2))
+        out, variables = Model().init_with_output(KEY, jnp.ones(2))
+        again = Model().apply(variables, jnp.arange(2.0))
+        # The module's place in the gradients is a placeholder with no leaves (Flax's
+        # InstancePlaceholder, linen's Slot): the leaves are compared.
+        return jax.tree_util.tree_leaves((out, again)), variables
+
+    return program
+
+
 RUNS = {
     **{f'unbound_{t}': _unbound_non_compact(t) for t in ('remat', 'vmap', 'cond', 'switch')},
-    'grad_module_primal': _module_among_grad_primals(True),
-    'grad_module_primal_creating_params': _module_among_grad_primals(False),
+    'grad_module_primal': _module_among_primals('grad'),
+    'grad_module_primal_creating_params': _module_among_primals('grad', called_before=False),
     'jit_shape_dependent_rng_use': _jit_with_shape_dependent_rng_use,
     'name_annotated_str': _annotated_name(str),
     'name_annotated_str_text': _annotated_name('str'),
@@ -280,31 +293,6 @@ def _control_flow_branch(kind):
                 if kind == 'switch_class':
                     return nn.switch(0, [identity, Block], self, x)
                 return nn.while_loop(lambda mdl, c: False, Block, self, x)
-
-        return Model().init(KEY, jnp.ones(2))
-
-    return program
-
-
-def _module_among_primals(transform):
-    def program(nn):
-        class Other(nn.Module):
-            @nn.compact
-            def __call__(self, x):
-                return nn.Dense(2)(x)
-
-        class Model(nn.Module):
-            @nn.compact
-            def __call__(self, x):
-                other = Other()
-                other(x)
-
-                def f(mdl, m, x):
-                    return m(x) * mdl.param('w', nn.initializers.ones, (2,))
-
-                if transform == 'jvp':
-                    return nn.jvp(f, self, (other, x), (other, x), {})
-                return nn.vjp(f, self, other, x)
 
         return Model().init(KEY, jnp.ones(2))
 
