@@ -237,11 +237,18 @@ class Dense(Module):
                 else:
                     y = lax.dot_general(inputs, kernel, numbers, precision=precision)
                 return _dense_bias_add(y, bias)
-            out_sharding = dense_out_sharding(inputs, kernel)
-            if out_sharding is None:
-                y = jnp.matmul(inputs, kernel, precision=self.precision)
-            else:  # Explicit mesh axes sharding both sides of the contraction
-                y = jnp.matmul(inputs, kernel, precision=self.precision, out_sharding=out_sharding)
+            # Explicit mesh axes: Flax's `lax.dot_general`, given an output sharding
+            # only where both sides of the contraction are sharded (Flax raises
+            # there). Not `jnp.matmul`: under an eager grad its one compiled backward
+            # can round the kernel's gradient differently from Flax's op-by-op one.
+            numbers = (((len(shape) - 1,), (0,)), ((), ()))
+            y = lax.dot_general(
+                inputs,
+                kernel,
+                numbers,
+                precision=self.precision,
+                out_sharding=dense_out_sharding(inputs, kernel),
+            )
         else:
             dimension_numbers = _last_axis_numbers(inputs.ndim)
             # A user's dot_general need not take out_sharding: under explicit mesh
