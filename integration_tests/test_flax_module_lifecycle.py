@@ -1201,3 +1201,101 @@ def test_merge_param_says_what_flax_says(given):
             nn.merge_param('rate', *given)
         texts.append(str(info.value))
     assert texts[1] == texts[0]
+
+
+# ------------------------------------------------------------------------- del
+
+
+def _x():
+    return jnp.ones((1, 2))
+
+
+def del_field_in_compact_method(nn, core):
+    # The bound clone loses its value and reads the class's default; the module the
+    # user made keeps its own. A transform's clone afterwards sees the default too.
+    class Scaled(nn.Module):
+        scale: float = 2.0
+
+        @nn.compact
+        def __call__(self, x):
+            del self.scale
+            dense = nn.jit(nn.Dense)(int(self.scale))
+            return self.scale, self.clone().scale, dense(x) * self.scale
+
+    module = Scaled(5.0)
+    (scales, x), variables = module.init_with_output(jax.random.key(0), _x())
+    return scales, np.asarray(x).tolist(), shapes(variables), module.scale
+
+
+def del_field_in_setup(nn, core):
+    class Scaled(nn.Module):
+        features: int
+        scale: float = 2.0
+
+        def setup(self):
+            del self.scale
+            self.dense = nn.Dense(self.features)
+
+        def __call__(self, x):
+            return self.dense(x) * self.scale
+
+    module = Scaled(3, 5.0)
+    y, variables = module.init_with_output(jax.random.key(0), _x())
+    return np.asarray(y).tolist(), shapes(variables)
+
+
+def del_field_without_default(nn, core):
+    class Sized(nn.Module):
+        features: int
+
+        @nn.compact
+        def __call__(self, x):
+            del self.features
+            return self.features
+
+    return Sized(3).init(jax.random.key(0), _x())
+
+
+def del_setup_attribute_and_bound_field(nn, core):
+    class Held(nn.Module):
+        scale: float = 2.0
+
+        def setup(self):
+            self.extra = 3
+
+        def __call__(self, x):
+            del self.extra
+            return hasattr(self, 'extra'), np.asarray(x * self.scale).tolist()
+
+    bound = Held(5.0).bind({})
+    inside = bound(_x())
+    del bound.scale
+    unbound = Held(5.0)
+    del unbound.scale
+    return inside, bound.scale, bound(_x())[1], unbound.scale
+
+
+def del_field_under_lifted_transforms(nn, core):
+    class Scaled(nn.Module):
+        scale: float = 2.0
+
+        @nn.compact
+        def __call__(self, x):
+            del self.scale
+            return x * self.scale
+
+    return [np.asarray(lift(Scaled)(5.0).apply({}, _x())).tolist() for lift in (nn.remat, nn.jit)]
+
+
+@pytest.mark.parametrize(
+    'scenario',
+    [
+        del_field_in_compact_method,
+        del_field_in_setup,
+        del_field_without_default,
+        del_setup_attribute_and_bound_field,
+        del_field_under_lifted_transforms,
+    ],
+)
+def test_del_like_flax(scenario):
+    assert_same_outcome(scenario)

@@ -58,6 +58,9 @@ class _Unspecified:
 
 
 _UNSPECIFIED = _Unspecified()
+# What `del` on an attached module refuses: where linen keeps its binding.
+_BOOKKEEPING = frozenset({'_state', 'scope', 'parent', 'name'})
+_NO_DEFAULT = object()
 
 
 def _get_unspecified():
@@ -328,11 +331,27 @@ class Module(_DataclassLike):
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name: str) -> None:
-        state = self.__dict__.get('_state')
+        d = self.__dict__
+        state = d.get('_state')
         if state is None or not state.initialized:
             object.__delattr__(self, name)
             return
-        raise errors.SetAttributeFrozenModuleError(type(self).__name__, name)
+        if name in _BOOKKEEPING:
+            raise AttributeError(
+                f"Can't delete {name!r} of Module {type(self).__name__}: linen keeps the "
+                "module's binding there. Make a new instance with `module.clone(...)`."
+            )
+        # As in Flax, where a Module is a plain dataclass: `del self.field` (in setup,
+        # a compact method, anywhere) drops the instance's value, and reads then see
+        # the class's default. linen's own readers (clone, the transforms' keys) take
+        # fields from __dict__, so a default is written there; a field without one
+        # is gone, and reading it raises AttributeError as in Flax.
+        if name in type(self)._field_names:
+            default = getattr(type(self), name, _NO_DEFAULT)
+            if default is not _NO_DEFAULT:
+                d[name] = default
+                return
+        object.__delattr__(self, name)
 
     def __getattr__(self, name: str) -> Any:
         # Only reached when normal lookup fails: setup may define the attribute.
