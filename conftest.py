@@ -28,15 +28,3 @@ if '--xla_force_host_platform_device_count' not in _xla_flags:
 if '--xla_backend_optimization_level' not in _xla_flags:
     _xla_flags += ' --xla_backend_optimization_level=0'
 os.environ['XLA_FLAGS'] = _xla_flags.strip()
-
-
-def pytest_collection_modifyitems(config, items):
-    """The tests marked ``slow`` run first, the rest in their order.
-
-    With pytest-xdist's ``worksteal`` an idle worker takes tests from the end of
-    another's queue; a test of half a minute or more left near the end (the fuzz
-    slice's chunks, the benchmark smoke, the Hugging Face models) would keep one core
-    busy while the other has nothing left. Every worker sorts the same collection
-    the same way, as xdist requires.
-    """
-    items.sort(key=lambda item: item.get_closest_marker('slow') is None)

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip('flax')
-pytestmark = [pytest.mark.flax, pytest.mark.slow]
+pytestmark = pytest.mark.flax
 
 import flax.linen as flax_nn  # noqa: E402
 
