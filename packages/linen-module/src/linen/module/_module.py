@@ -60,7 +60,6 @@ class _Unspecified:
 _UNSPECIFIED = _Unspecified()
 # What `del` on an attached module refuses: where linen keeps its binding.
 _BOOKKEEPING = frozenset({'_state', 'scope', 'parent', 'name'})
-_NO_DEFAULT = object()
 
 
 def _get_unspecified():
@@ -347,8 +346,8 @@ class Module(_DataclassLike):
         # fields from __dict__, so a default is written there; a field without one
         # is gone, and reading it raises AttributeError as in Flax.
         if name in type(self)._field_names:
-            default = getattr(type(self), name, _NO_DEFAULT)
-            if default is not _NO_DEFAULT:
+            default = getattr(type(self), name, dataclasses.MISSING)
+            if default is not dataclasses.MISSING:
                 d[name] = default
                 return
         object.__delattr__(self, name)
