@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip('flax')
-pytestmark = pytest.mark.flax
+pytestmark = [pytest.mark.flax, pytest.mark.usefixtures('shared_compilations')]
 
 import flax.core as flax_core  # noqa: E402
 from flax.core import lift as flax_lift  # noqa: E402

@@ -23,7 +23,7 @@ from linen.layers.errors import LayerArgumentError  # noqa: E402
 
 ops = nn.fp8_ops
 
-pytestmark = pytest.mark.flax
+pytestmark = [pytest.mark.flax, pytest.mark.usefixtures('shared_compilations')]
 
 KEYS = jax.random.split(jax.random.key(8), 8)
 OWG = '_overwrite_with_gradient'

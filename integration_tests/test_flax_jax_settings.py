@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip('flax')
-pytestmark = pytest.mark.flax
+pytestmark = [pytest.mark.flax, pytest.mark.usefixtures('shared_compilations')]
 
 import flax.linen as flax_nn  # noqa: E402
 

@@ -18,7 +18,7 @@ fnn = pytest.importorskip('flax.linen')
 import linen.layers as ll  # noqa: E402
 from linen.module import Module, compact  # noqa: E402
 
-pytestmark = pytest.mark.flax
+pytestmark = [pytest.mark.flax, pytest.mark.usefixtures('shared_compilations')]
 
 KEYS = jax.random.split(jax.random.key(2024), 8)
 

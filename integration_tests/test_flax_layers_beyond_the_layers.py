@@ -20,7 +20,7 @@ fnn = pytest.importorskip('flax.linen')
 import linen.layers as ll  # noqa: E402
 import linen.nn as nn  # noqa: E402  (used by the namespace tests)
 
-pytestmark = pytest.mark.flax
+pytestmark = [pytest.mark.flax, pytest.mark.usefixtures('shared_compilations')]
 
 KEYS = jax.random.split(jax.random.key(11), 8)
 

@@ -16,7 +16,7 @@ flax_nn = pytest.importorskip('flax.linen')
 
 import linen.nn as linen_nn  # noqa: E402
 
-pytestmark = pytest.mark.flax
+pytestmark = [pytest.mark.flax, pytest.mark.usefixtures('shared_compilations')]
 
 KEY = jax.random.key(42)
 

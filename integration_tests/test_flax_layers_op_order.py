@@ -27,7 +27,7 @@ fnn = pytest.importorskip('flax.linen')
 
 import linen.nn as lnn  # noqa: E402
 
-pytestmark = pytest.mark.flax
+pytestmark = [pytest.mark.flax, pytest.mark.usefixtures('shared_compilations')]
 
 KEYS = jax.random.split(jax.random.key(1729), 8)
 BF16, F16 = jnp.bfloat16, jnp.float16

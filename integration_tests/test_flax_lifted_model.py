@@ -19,7 +19,7 @@ import pytest
 import linen.nn as linen_nn
 from linen.layers import partitioning as linen_partitioning
 
-pytestmark = pytest.mark.flax
+pytestmark = [pytest.mark.flax, pytest.mark.usefixtures('shared_compilations')]
 flax = pytest.importorskip('flax')
 flax_nn = pytest.importorskip('flax.linen')
 flax_partitioning = pytest.importorskip('flax.linen.partitioning')

@@ -19,7 +19,7 @@ import pytest
 
 import linen.nn as linen_nn
 
-pytestmark = pytest.mark.flax
+pytestmark = [pytest.mark.flax, pytest.mark.usefixtures('shared_compilations')]
 flax = pytest.importorskip('flax')
 flax_nn = pytest.importorskip('flax.linen')
 

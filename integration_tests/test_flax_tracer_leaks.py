@@ -16,13 +16,15 @@ the parameters a key gives, see docs/differences.md); with trace reuse on as wel
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 pytest.importorskip('flax')
-pytestmark = pytest.mark.flax
+pytestmark = [pytest.mark.flax, pytest.mark.usefixtures('shared_compilations')]
 
 import flax.linen as flax_nn  # noqa: E402
 
@@ -96,6 +98,12 @@ def _run(nn, jit: bool, jitted: bool = False):
     return jax.tree_util.tree_map(np.asarray, (dict(variables), out, grads))
 
 
+@functools.cache
+def _flax_run(jit: bool):
+    """Flax's run of the plain model: the oracle of three tests per mode, run once."""
+    return _run(flax_nn, jit)
+
+
 def _assert_same_bits(ours, theirs):
     leaves, tree = jax.tree_util.tree_flatten(ours)
     flax_leaves, flax_tree = jax.tree_util.tree_flatten(theirs)
@@ -109,7 +117,7 @@ def _assert_same_bits(ours, theirs):
 @pytest.mark.parametrize('jit', [False, True], ids=['eager', 'jit'])
 def test_no_trace_outlives_its_call(jit, reuse):
     # Flax's run raises if Flax leaked (then the program would prove nothing).
-    theirs = _run(flax_nn, jit)
+    theirs = _flax_run(jit)
     with linen_reuse_traces(reuse):
         _assert_same_bits(_run(linen_nn, jit), theirs)
 
@@ -119,7 +127,7 @@ def test_no_trace_outlives_a_lifted_jit(jit):
     # Flax runs the blocks under nn.jit without a leak, with other numbers (its nn.jit
     # changes the rng streams); linen's nn.jit gives the numbers of the plain model.
     _run(flax_nn, jit, jitted=True)
-    ours, theirs = _run(linen_nn, jit, jitted=True), _run(flax_nn, jit)
+    ours, theirs = _run(linen_nn, jit, jitted=True), _flax_run(jit)
     if jit:
         _assert_same_bits(ours, theirs)
         return

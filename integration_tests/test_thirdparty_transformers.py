@@ -72,14 +72,14 @@ PARTS = {
 KNOWN: dict[tuple[str, str], str] = {}
 
 
-def _run(library: str, case: str, out: Path, load: Path | None = None) -> None:
+def _run(library: str, case: str, out: Path, env: dict, load: Path | None = None) -> None:
     command = [sys.executable, str(WORKER), library, case, str(out)]
     if load is not None:
         command += ['--load', str(load)]
-    # The environment is this process's: the root conftest's rank promotion, host
-    # devices and XLA flags, the same for both libraries.
+    # The environment is this process's (the root conftest's rank promotion, host
+    # devices and XLA flags, the same for both libraries) and ``env``.
     result = subprocess.run(
-        command, capture_output=True, text=True, env=dict(os.environ), timeout=600
+        command, capture_output=True, text=True, env=dict(os.environ, **env), timeout=600
     )
     assert result.returncode == 0, (
         f'{library} worker of {case} failed:\n{result.stdout[-3000:]}{result.stderr[-5000:]}'
@@ -111,9 +111,12 @@ def _shared_run(case: str, tmp_path_factory, request) -> Path:
             time.sleep(0.5)
     else:
         record: dict = {'error': None}
+        # Both runs in the run's shared compilation cache (integration_tests/conftest.py):
+        # linen's compiles Flax's programs again, but for their labels.
+        env = request.getfixturevalue('tools').compilation_cache_env()
         try:
-            _run('flax', case, root / 'flax')
-            _run('linen', case, root / 'linen', load=root / 'flax')
+            _run('flax', case, root / 'flax', env)
+            _run('linen', case, root / 'linen', env, load=root / 'flax')
         except BaseException as exc:
             record['error'] = str(exc)[-8000:]
             raise

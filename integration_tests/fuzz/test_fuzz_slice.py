@@ -45,6 +45,7 @@ CHUNK = 10
 
 @pytest.mark.slow
 @pytest.mark.flax
+@pytest.mark.usefixtures('shared_compilations')  # integration_tests/conftest.py
 @pytest.mark.parametrize('start', range(0, SLICE_PROGRAMS, CHUNK))
 def test_generated_programs_match_flax(start):
     problems = []

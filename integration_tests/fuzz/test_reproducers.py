@@ -30,6 +30,7 @@ def _param(path: Path):
 
 
 @pytest.mark.flax
+@pytest.mark.usefixtures('shared_compilations')  # integration_tests/conftest.py
 @pytest.mark.parametrize('path', [_param(p) for p in FILES])
 def test_reproducer_shows_no_difference(path):
     found = remaining(load(path))
