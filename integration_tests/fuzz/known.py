@@ -51,8 +51,8 @@ def flax_lazy_init_picks_a_cond_branch() -> bool:
     """Whether the installed Flax's ``lazy_init`` returns variables made under an
     ``nn.cond`` whose predicate reads an abstract input.
 
-    Flax 0.12.12 with JAX 0.12 returns the false branch's variables; Flax 0.12.8 with
-    JAX 0.10 raises ``LazyInitError`` there, as linen does.
+    Flax 0.12.12 with JAX 0.12 returns the false branch's variables, as linen does;
+    Flax 0.12.8 with JAX 0.10 raises ``LazyInitError`` there.
     """
     import flax.linen as fnn
     import jax
@@ -67,9 +67,14 @@ def flax_lazy_init_picks_a_cond_branch() -> bool:
 
     try:
         Branches().lazy_init(jax.random.key(0), jax.ShapeDtypeStruct((3,), jnp.float32))
-    except flax_errors.LazyInitError:  # as linen's: the finding does not show here
+    except flax_errors.LazyInitError:
         return False
     return True
+
+
+def flax_lazy_init_refuses_a_cond_branch() -> bool:
+    """The installed Flax raises there (0.12.8, the JAX 0.10 end): linen does not."""
+    return not flax_lazy_init_picks_a_cond_branch()
 
 
 @functools.cache
@@ -109,15 +114,16 @@ _LIFTED_STAGES = ('apply', 'jit_apply', 'grad', 'method', 'bind')
 
 KNOWN: tuple[KnownFinding, ...] = (
     KnownFinding(
-        'F5',
-        'lazy_init raises LazyInitError when variables are created in an nn.cond (or '
-        "nn.switch) branch chosen by an abstract input, where Flax returns a branch's variables",
+        'D2',
+        'Flax 0.12.8 (the JAX 0.10 end) raises LazyInitError when variables are created in '
+        'an nn.cond (or nn.switch) branch chosen by an abstract input; linen, as Flax 0.12.9 '
+        'and later, returns the branch zeros choose (docs/differences.md)',
         ('lazy_init',),
         ('raises',),
         frozenset(),
         ('lazy_init_raises_1',),
         any_of=frozenset({'lift.cond', 'lift.switch'}),
-        only_if=flax_lazy_init_picks_a_cond_branch,
+        only_if=flax_lazy_init_refuses_a_cond_branch,
     ),
     KnownFinding(
         'D1',

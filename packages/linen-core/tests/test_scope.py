@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from linen.core import DenyList, FrozenDict, Scope, apply, bind, errors, init, lazy_init
+from linen.core import DenyList, FrozenDict, Scope, apply, bind, config, errors, init, lazy_init
 
 
 def zeros(key, shape):
@@ -354,14 +354,66 @@ def test_lazy_init_gives_the_variables_of_init():
         np.testing.assert_array_equal(a, b)
 
 
-def test_lazy_init_names_the_variable_that_needs_an_abstract_input():
-    def keeps_input(scope, x):
-        scope.variable('cache', 'x', lambda: x * 2)
+@pytest.fixture
+def strict_lazy_init():
+    config.update('linen_strict_lazy_init', True)
+    try:
+        yield
+    finally:
+        config.update('linen_strict_lazy_init', False)
+
+
+def keeps_input(scope, x):
+    scope.variable('cache', 'x', lambda: x * 2)
+    return x
+
+
+def reads_input(scope, x):
+    w = scope.param('w', lambda k: jax.random.normal(k, (2,)))
+    scope.param('p', lambda k: x + w)
+    return x
+
+
+SDS = jax.ShapeDtypeStruct((2,), jnp.float32)
+
+
+def test_lazy_init_computes_a_variable_that_needs_an_abstract_input_from_zeros():
+    # Flax's rule since 0.12.9: the abstract input counts as zeros.
+    out = lazy_init(keeps_input)(jax.random.key(0), SDS)
+    np.testing.assert_array_equal(out['cache']['x'], np.zeros(2, np.float32))
+    lazy = lazy_init(reads_input)(jax.random.key(0), SDS)
+    w = jax.random.normal(fold(jax.random.key(0), b'\x01'), (2,))  # the root's first draw
+    np.testing.assert_array_equal(lazy['params']['w'], w)
+    np.testing.assert_array_equal(lazy['params']['p'], w)  # zeros + w
+    # A concrete input is used as it is.
+    out = lazy_init(keeps_input)(jax.random.key(0), jnp.array([1.0, 2.0]))
+    np.testing.assert_array_equal(out['cache']['x'], [2.0, 4.0])
+
+
+def test_lazy_init_lets_python_read_an_abstract_input_as_zeros():
+    def branches(scope, x):
+        if jnp.sum(x) > 0:  # a Python branch on the input's value
+            scope.param('positive', lambda k: jnp.ones(3))
+        else:
+            scope.param('not_positive', lambda k: jnp.full(2, 7.0))
         return x
 
-    sds = jax.ShapeDtypeStruct((2,), jnp.float32)
+    out = lazy_init(branches)(jax.random.key(0), SDS)
+    assert list(out['params']) == ['not_positive']
+    np.testing.assert_array_equal(out['params']['not_positive'], [7.0, 7.0])
+
+
+def test_lazy_init_under_jit_computes_from_zeros_inside_the_trace():
+    out = jax.jit(lambda k: lazy_init(reads_input)(k, SDS))(jax.random.key(0))
+    eager = lazy_init(reads_input)(jax.random.key(0), SDS)
+    np.testing.assert_array_equal(out['params']['p'], eager['params']['p'])
+    np.testing.assert_array_equal(out['params']['p'], out['params']['w'])
+
+
+@pytest.mark.usefixtures('strict_lazy_init')
+def test_strict_lazy_init_names_the_variable_that_needs_an_abstract_input():
     with pytest.raises(errors.LazyInitError, match='cache/x') as info:
-        lazy_init(keeps_input)(jax.random.key(0), sds)
+        lazy_init(keeps_input)(jax.random.key(0), SDS)
     again = pickle.loads(pickle.dumps(info.value))
     assert str(again) == str(info.value)
     # A concrete input is fine: the cache gets its value.
@@ -369,23 +421,27 @@ def test_lazy_init_names_the_variable_that_needs_an_abstract_input():
     np.testing.assert_array_equal(out['cache']['x'], [2.0, 4.0])
 
 
-def test_lazy_init_param_reading_an_abstract_input_is_named_and_a_concrete_one_works():
+@pytest.mark.usefixtures('strict_lazy_init')
+def test_strict_lazy_init_names_a_param_reading_an_abstract_input_and_a_concrete_one_works():
     # Initialisers run outside the shape trace when they can; one that reads the
     # abstract input cannot, runs again inside it, and its parameter is named.
-    def reads_input(scope, x):
-        w = scope.param('w', lambda k: jax.random.normal(k, (2,)))
-        scope.param('p', lambda k: x + w)
-        return x
-
-    sds = jax.ShapeDtypeStruct((2,), jnp.float32)
     with pytest.raises(errors.LazyInitError, match='params/p'):
-        lazy_init(reads_input)(jax.random.key(0), sds)
+        lazy_init(reads_input)(jax.random.key(0), SDS)
     x = jnp.array([1.0, 2.0])
     lazy = lazy_init(reads_input)(jax.random.key(0), x)
     eager = init(reads_input)(jax.random.key(0), x)[1]
     for name in ('w', 'p'):
         np.testing.assert_array_equal(lazy['params'][name], eager['params'][name])
     np.testing.assert_array_equal(lazy['params']['p'], x + eager['params']['w'])
+
+
+@pytest.mark.usefixtures('strict_lazy_init')
+def test_strict_lazy_init_lets_jax_refuse_python_reading_an_abstract_input():
+    def branches(scope, x):
+        return x if jnp.sum(x) > 0 else -x
+
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        lazy_init(branches)(jax.random.key(0), SDS)
 
 
 def test_apply_under_jit_grad_vmap():

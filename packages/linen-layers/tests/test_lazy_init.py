@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import linen.nn as nn
-from linen.core import errors
+from linen.core import config, errors
 
 
 class DenseStack(nn.Module):
@@ -75,13 +75,27 @@ def test_lazy_init_equals_init_and_skips_work_on_a_concrete_input_too():
         np.testing.assert_array_equal(a, b)
 
 
-def test_lazy_init_on_a_variable_that_needs_the_abstract_input_is_a_typed_error():
-    class KeepsMean(nn.Module):
-        @nn.compact
-        def __call__(self, x):
-            self.variable('stats', 'mean', lambda: x.mean(0))
-            return nn.Dense(2)(x)
+class KeepsMean(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        self.variable('stats', 'mean', lambda: 1.0 + x.mean(0))
+        return nn.Dense(2)(x)
 
+
+def test_lazy_init_of_a_variable_that_needs_the_abstract_input_reads_it_as_zeros():
     sds = jax.ShapeDtypeStruct((4, 3), jnp.float32)
-    with pytest.raises(errors.LazyInitError, match='stats/KeepsMean|stats/mean'):
-        KeepsMean().lazy_init(jax.random.key(0), sds)
+    key = jax.random.key(0)
+    lazy = KeepsMean().lazy_init(key, sds)
+    np.testing.assert_array_equal(lazy['stats']['mean'], np.ones(3, np.float32))
+    # The other variables are init's (the same keys draw the same kernel).
+    eager = KeepsMean().init(key, jnp.zeros((4, 3)))
+    np.testing.assert_array_equal(
+        lazy['params']['Dense_0']['kernel'], eager['params']['Dense_0']['kernel']
+    )
+
+
+def test_strict_lazy_init_on_a_variable_that_needs_the_abstract_input_is_a_typed_error():
+    sds = jax.ShapeDtypeStruct((4, 3), jnp.float32)
+    with config.temp_flip_flag('strict_lazy_init', True):
+        with pytest.raises(errors.LazyInitError, match='stats/mean'):
+            KeepsMean().lazy_init(jax.random.key(0), sds)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from linen.core._filters import Filter, in_filter
-from linen.core._lazy_init import partial_init
+from linen.core._lazy_init import NEEDS_VALUES, partial_init, zeros_for_abstract
 from linen.core._rng import RngStream, check_rngs
 from linen.core._scope import Scope, _check_variables, _Root, _thaw
 from linen.core.config import config
@@ -81,8 +81,13 @@ def lazy_init(fn: Callable, mutable: Filter = True, flags: Mapping[str, Any] | N
     """Like :func:`init`, but runs only the work the variables depend on.
 
     ``lazy_init(fn)(rngs, *args)`` returns the same (concrete) variables as
-    ``init(fn)(rngs, *args)[1]``. Arguments may be ``jax.ShapeDtypeStruct`` where
-    no variable depends on their value; the forward computation on them is never run.
+    ``init(fn)(rngs, *args)[1]``, with zeros in place of the arguments given as
+    ``jax.ShapeDtypeStruct`` (Flax's rule since 0.12.9). Where no variable depends on
+    their value, the forward computation on them is never run. Where one does, or
+    Python code reads one (``if x.sum() > 0``), ``fn`` runs again as ``init`` on the
+    zeros, so its Python side effects happen twice; with the flag
+    ``linen_strict_lazy_init`` it raises :class:`~linen.core.errors.LazyInitError`
+    (or JAX's error for the read) instead, as Flax 0.12.8 did.
     Its scopes carry the flag ``lazy_init`` (``scope.flags['lazy_init'] is True``):
     the initializers run op by op, and a transform that would compile part of the
     function (trace reuse) leaves it alone, as it would round differently.
@@ -93,6 +98,13 @@ def lazy_init(fn: Callable, mutable: Filter = True, flags: Mapping[str, Any] | N
         def variables(rngs, *args, **kwargs):
             return init(fn, mutable=mutable, flags=flags)(rngs, *args, **kwargs)[1]
 
-        return partial_init(variables, rngs, *args, **kwargs)
+        try:
+            return partial_init(variables, rngs, *args, **kwargs)
+        except NEEDS_VALUES:
+            if config.linen_strict_lazy_init:
+                raise
+        # (outside the handler: an error of the second run is not chained to the first)
+        (rngs, *args), kwargs = zeros_for_abstract(((rngs, *args), kwargs))
+        return variables(rngs, *args, **kwargs)
 
     return wrapper

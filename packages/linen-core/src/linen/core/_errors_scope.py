@@ -222,7 +222,11 @@ class InvalidRngError(LinenError, ValueError):
 
 
 class LazyInitError(LinenError):
-    """``lazy_init`` needed the value of an abstract input."""
+    """``lazy_init`` needed the value of an abstract input (flag ``linen_strict_lazy_init``).
+
+    Without the flag, ``lazy_init`` computes such a variable as if the input were
+    zeros, as Flax 0.12.9 and later do; Flax 0.12.8 raised this error.
+    """
 
     def __init__(self, partial_val=None, value=None):
         # ``partial_val``: the variables (``collection/path/name``) that need it;

@@ -16,6 +16,12 @@ result comes from public JAX API only, two ways:
   none of the forward pass.
 
 Python leaves such as flags stay concrete either way.
+
+Where a variable does depend on an abstract input (or Python code reads its value),
+Flax 0.12.9 and later evaluate the whole function with zeros in its place, and so
+does ``lazy_init`` (see :func:`zeros_for_abstract`); Flax 0.12.8 raised
+:class:`~linen.core.errors.LazyInitError`, as ``partial_init`` does, which the flag
+``linen_strict_lazy_init`` keeps.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import numpy as np
 
 from linen.core import errors
 
-__all__ = ['partial_init', 'concrete_call', 'concrete_init']
+__all__ = ['partial_init', 'concrete_call', 'concrete_init', 'NEEDS_VALUES', 'zeros_for_abstract']
 
 # True while `_eager` runs an init function: the initialisers (and their keys) then
 # run outside the shape trace, see `concrete_call`. A context variable, like every
@@ -219,6 +225,36 @@ def _prune(closed) -> Any:
         jaxpr.constvars, jaxpr.invars, jaxpr.outvars, kept, effects, jaxpr.debug_info
     )
     return jex.ClosedJaxpr(pruned, closed.consts)
+
+
+# What ``partial_init`` raises when the variables need an abstract input's value: its
+# own analysis, or JAX refusing a traced value to Python code (``if x.sum() > 0``,
+# ``int(x)``, ``np.asarray(x)``).
+NEEDS_VALUES: tuple[type[Exception], ...] = (
+    errors.LazyInitError,
+    jax.errors.ConcretizationTypeError,
+    jax.errors.TracerIntegerConversionError,
+    jax.errors.TracerArrayConversionError,
+)
+
+
+def _zeros_like(x: Any) -> Any:
+    if not _is_abstract(x):
+        return x
+    return jnp.zeros(x.shape, x.dtype, device=x.sharding)
+
+
+def zeros_for_abstract(tree: Any) -> Any:
+    """``tree`` with every ``jax.ShapeDtypeStruct`` leaf replaced by zeros of its type.
+
+    Flax's ``lazy_init`` rule since 0.12.9: the zeros are placed as the struct's
+    sharding says (default placement without one).
+
+    >>> import jax, jax.numpy as jnp
+    >>> zeros_for_abstract((jax.ShapeDtypeStruct((2,), jnp.float32), 'flag'))
+    (Array([0., 0.], dtype=float32), 'flag')
+    """
+    return jax.tree_util.tree_map(_zeros_like, tree)
 
 
 def partial_init(fn: Callable[..., Any], *args, **kwargs) -> Any:

@@ -90,6 +90,14 @@ _FLAGS = {
             'other non-array (as Flax, by default the stored value is returned unchecked).',
         ),
         Flag(
+            'linen_strict_lazy_init',
+            'LINEN_STRICT_LAZY_INIT',
+            False,
+            'Make lazy_init raise LazyInitError when a variable depends on the value of an '
+            'input given as a jax.ShapeDtypeStruct (as Flax 0.12.8; by default, as Flax '
+            '0.12.9 and later, it is computed as if that input were zeros).',
+        ),
+        Flag(
             'linen_preserve_adopted_names',
             'LINEN_PRESERVE_ADOPTED_NAMES',
             False,
