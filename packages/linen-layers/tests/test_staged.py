@@ -20,6 +20,7 @@ import pytest
 import linen.layers._conv as conv_module
 import linen.layers._dot_product as dot_product_module
 import linen.layers._linear as linear_module
+import linen.layers._norm_stats as norm_stats_module
 import linen.layers._normalization as normalization_module
 import linen.layers._stochastic as stochastic_module
 import linen.nn as nn
@@ -38,7 +39,7 @@ def direct(monkeypatch):
     no one-operation cached calls: bare ``lax`` primitives)."""
 
     def switch():
-        for module in (linear_module, dot_product_module, normalization_module):
+        for module in (linear_module, dot_product_module, norm_stats_module):
             monkeypatch.setattr(module, 'is_staged', lambda x: False)
         # Dense tests a value's type inline: no value has type NoneType.
         monkeypatch.setattr(linear_module, 'STAGING_TRACER', type(None))
@@ -49,10 +50,12 @@ def direct(monkeypatch):
         monkeypatch.setattr(linear_module, '_one_dot', linear_module._dot)
         monkeypatch.setattr(conv_module, '_one_conv', conv_module._conv)
         monkeypatch.setattr(stochastic_module, '_select', jax.lax.select)
-        monkeypatch.setattr(normalization_module, '_reshaped', normalization_module._reshape)
-        monkeypatch.setattr(normalization_module, '_square', jax.lax.square)
-        monkeypatch.setattr(normalization_module, '_rsqrt', jax.lax.rsqrt)
-        monkeypatch.setattr(normalization_module, '_expanded', normalization_module._expand)
+        # (the layers call the shared reshape and broadcast too, under their own names)
+        for module in (norm_stats_module, normalization_module):
+            monkeypatch.setattr(module, 'reshaped', norm_stats_module._reshape)
+            monkeypatch.setattr(module, 'expanded', norm_stats_module._expand)
+        monkeypatch.setattr(norm_stats_module, '_square', jax.lax.square)
+        monkeypatch.setattr(norm_stats_module, '_rsqrt', jax.lax.rsqrt)
         monkeypatch.setattr(dot_product_module, '_staged_root', dot_product_module._root)
 
     return switch

@@ -18,15 +18,8 @@ from jax import lax
 
 from linen.layers import initializers
 from linen.layers._dtypes import canonicalize_dtype
-from linen.layers._normalization import (
-    Array,
-    Axes,
-    Dtype,
-    Initializer,
-    SpectralNormNonMatrixError,
-    _canonicalize_axes,
-    _layer_where,
-)
+from linen.layers._norm_stats import Array, Axes, Dtype, Initializer, canonicalize_axes, layer_where
+from linen.layers._normalization import SpectralNormNonMatrixError
 from linen.module import Module, compact
 
 __all__ = [
@@ -124,7 +117,7 @@ class SpectralNorm(Module):
         name = '/'.join((self.layer_instance.name, *path))
         if value.ndim > 2:
             if self.error_on_non_matrix:
-                raise SpectralNormNonMatrixError(_layer_where(self), name, value.shape)
+                raise SpectralNormNonMatrixError(layer_where(self), name, value.shape)
         shape = value.shape
         matrix = value.reshape(-1, shape[-1]) if value.ndim > 2 else value
         u_shape = (1, shape[-1])
@@ -202,7 +195,7 @@ class WeightNorm(Module):
         if self.feature_axes is None:
             feature_axes = ()
         else:
-            feature_axes = _canonicalize_axes(
+            feature_axes = canonicalize_axes(
                 self, 'feature_axes', self.feature_axes, value.shape,
                 f'The feature axes apply to parameter "{name}"; pass axes within its '
                 'rank, or feature_axes=None for one norm over the whole parameter.',

@@ -1,13 +1,11 @@
 """Normalization layers: LayerNorm, RMSNorm, BatchNorm, GroupNorm and InstanceNorm,
 with Flax's arguments, variables and numerics.
 
-The five statistics layers share two steps. ``_compute_stats`` reduces the input
-to a mean and a variance (float32 or wider unless ``force_float32_reductions`` is
-off, averaged across devices with ``lax.pmean`` when ``axis_name`` is set), and
-``_normalize`` subtracts, scales by ``rsqrt(var + epsilon)`` times the learned
-``scale`` and adds the learned ``bias``. The layers differ only in which axes they
-reduce over and where the statistics come from (BatchNorm keeps running averages
-in the ``batch_stats`` collection).
+The five statistics layers share two steps, in ``_norm_stats``: ``compute_stats``
+reduces the input to a mean and a variance, and ``normalize`` subtracts, scales and
+shifts. The layers differ only in which axes they reduce over and where the
+statistics come from (BatchNorm keeps running averages in the ``batch_stats``
+collection).
 
 SpectralNorm and WeightNorm, which wrap another layer, live in ``_norm_wrappers``;
 the errors they raise stay here with the others.
@@ -15,18 +13,26 @@ the errors they raise stay here with the others.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
-import jax
 import jax.numpy as jnp
-import numpy as np
-from jax import lax
 
 from linen.layers import initializers
-from linen.layers._dtypes import canonicalize_dtype
-from linen.layers._staged import is_staged, staged
-from linen.layers._types import dtype_of, shape_of
+from linen.layers._norm_stats import (
+    Array,
+    Axes,
+    Dtype,
+    Initializer,
+    canonicalize_axes,
+    check_mask,
+    compute_stats,
+    expanded,
+    layer_where,
+    normalize,
+    reshaped,
+)
+from linen.layers._types import shape_of
 from linen.layers.errors import GroupNormScalarInputError as GroupNormScalarInputError
 from linen.layers.errors import GroupSizeZeroError as GroupSizeZeroError
 from linen.layers.errors import InvalidFeatureAxesError as InvalidFeatureAxesError
@@ -48,270 +54,6 @@ __all__ = [
     'RMSNorm',
     'SpectralNormNonMatrixError',
 ]
-
-Array = jax.Array
-Axes = int | Iterable[int]
-Dtype = Any
-Initializer = Callable[..., Array]
-
-_Tracer = jax.core.Tracer
-
-
-# --------------------------------------------------------------------------- errors
-
-
-def _layer_where(module: Module) -> str:
-    """``LayerNorm at "/encoder/LayerNorm_0"``: the layer named the way errors show paths."""
-    scope = getattr(module, 'scope', None)
-    path = tuple(getattr(scope, 'path', ()) or ())
-    where = '"/' + '/'.join(str(p) for p in path) + '"' if path else 'the root'
-    return f'{type(module).__name__} at {where}'
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-# (axes as given, rank) -> canonical axes; and (shape, reduction axes, feature axes)
-# -> the shapes _normalize reshapes to. Every norm layer call needs both, and a
-# model has few distinct shapes: one dict lookup instead of a dozen generator steps.
-_AXES: dict[tuple, tuple[int, ...]] = {}
-_NORM_SHAPES: dict[tuple, tuple] = {}
-_CACHE_LIMIT = 1024
-
-
-def _canonicalize_axes(module: Module, what: str, axes: Axes, shape, fix: str) -> tuple[int, ...]:
-    """Axes as sorted, distinct, non-negative ints; out-of-range axes are an error."""
-    try:
-        return _AXES[axes, len(shape)]
-    except (KeyError, TypeError):  # not seen yet, or a list of axes
-        pass
-    ndim = len(shape)
-    given = (axes,) if isinstance(axes, int) else tuple(axes)
-    if any(not -ndim <= ax < ndim for ax in given):
-        raise InvalidFeatureAxesError(_layer_where(module), what, given, shape, fix)
-    canonical = tuple(sorted({ax % ndim for ax in given}))
-    if type(axes) is int or type(axes) is tuple:
-        if len(_AXES) >= _CACHE_LIMIT:
-            _AXES.clear()
-        _AXES[axes, ndim] = canonical
-    return canonical
-
-
-def _norm_shapes(shape: tuple, reduction_axes: tuple, feature_axes: tuple) -> tuple:
-    """``(stats shape, stats axes, feature shape, param shape)`` of a norm over ``shape``.
-
-    The statistics (``shape`` without ``reduction_axes``) are broadcast to ``stats shape``
-    along ``stats axes``; ``scale`` and ``bias`` are reshaped to ``feature shape``.
-    """
-    key = (shape, reduction_axes, feature_axes)
-    try:
-        return _NORM_SHAPES[key]
-    except KeyError:
-        pass
-    except TypeError:  # an unhashable (symbolic) dimension
-        key = None
-    shapes = (
-        tuple(1 if ax in reduction_axes else d for ax, d in enumerate(shape)),
-        tuple(ax for ax in range(len(shape)) if ax not in reduction_axes),
-        tuple(d if ax in feature_axes else 1 for ax, d in enumerate(shape)),
-        tuple(shape[ax] for ax in feature_axes),
-    )
-    if key is not None:
-        if len(_NORM_SHAPES) >= _CACHE_LIMIT:
-            _NORM_SHAPES.clear()
-        _NORM_SHAPES[key] = shapes
-    return shapes
-
-
-def _check_mask(module: Module, mask, x: Array):
-    if mask is None:
-        return mask
-    if getattr(mask, 'dtype', None) != jnp.bool_:  # a list, 0/1 numbers: read as Flax does
-        mask = jnp.asarray(mask, dtype=bool)
-    if mask.shape == x.shape:
-        return mask
-    try:
-        if np.broadcast_shapes(mask.shape, x.shape) == x.shape:
-            return mask
-    except ValueError:
-        pass
-    raise InvalidMaskShapeError(_layer_where(module), mask.shape, x.shape)
-
-
-# dtype -> the dtype its statistics are reduced in; dtype -> whether it is complex
-_WIDENED: dict[Any, Any] = {}
-_COMPLEX: dict[Any, bool] = {}
-
-
-def _widened(dtype: Any) -> Any:
-    try:
-        return _WIDENED[dtype]
-    except KeyError:
-        widened = _WIDENED[dtype] = jnp.promote_types(dtype, jnp.float32)
-        return widened
-    except TypeError:  # an unhashable dtype-like
-        return jnp.promote_types(dtype, jnp.float32)
-
-
-def _reshape(x: Array, shape: tuple) -> Array:
-    # (lax.reshape: the equation `.reshape` makes, without its argument handling)
-    return lax.reshape(x, shape)
-
-
-def _expand(x: Array, shape: tuple, axes: tuple) -> Array:
-    # The statistics get their reduced axes back as a broadcast, not a reshape: Flax's
-    # equation, whose transpose is a sum over the size-1 axes (a reshape's is a reshape).
-    return lax.broadcast_in_dim(x, shape, axes)
-
-
-# One-operation staged calls, used traced or not (see `_staged.py`): bare, these
-# were most of a transformer's extra gradient-trace time.
-_reshaped = staged(_reshape, static_argnums=1)
-_expanded = staged(_expand, static_argnums=(1, 2))
-_square = staged(lax.square)
-_rsqrt = staged(lax.rsqrt)
-
-
-def _abs_sq(x: Array) -> Array:
-    """``|x|**2``, real for complex ``x``."""
-    dtype = dtype_of(x)
-    is_complex = _COMPLEX.get(dtype) if dtype is not None else None
-    if is_complex is None:
-        is_complex = bool(jnp.iscomplexobj(x))
-        if dtype is not None:
-            _COMPLEX[dtype] = is_complex
-    if is_complex:
-        return lax.square(lax.real(x)) + lax.square(lax.imag(x))
-    return _square(x)
-
-
-def _compute_stats(
-    x: Array,
-    axes: tuple[int, ...],
-    dtype: Dtype | None,
-    axis_name: str | None = None,
-    axis_index_groups: Any = None,
-    use_mean: bool = True,
-    use_fast_variance: bool = True,
-    mask: Array | None = None,
-    force_float32_reductions: bool = True,
-) -> tuple[Array | None, Array]:
-    """Mean and variance of ``x`` over ``axes`` (mean is None, a zero mean, when
-    ``use_mean`` is off; the variance is then the mean square).
-
-    Across devices the per-device means are averaged (not count-weighted under a
-    mask), as Flax does, so the statistics match its numerics.
-    """
-    x_dtype = dtype_of(x)
-    if dtype is None:
-        dtype = x_dtype
-    if force_float32_reductions:
-        # Low-precision sums lose too much; widen to at least float32.
-        dtype = _widened(dtype)
-    if x_dtype != dtype:
-        x = x.astype(dtype)
-
-    def mean(*values):
-        means = tuple(jnp.mean(v, axes, where=mask) for v in values)
-        if axis_name is None:
-            return means
-        if len(means) == 1:
-            return (lax.pmean(means[0], axis_name, axis_index_groups=axis_index_groups),)
-        # One collective for all the moments, stacked in one array as Flax does: an
-        # all-reduce of one buffer may add in another order than that of two.
-        stacked = lax.pmean(jnp.stack(means), axis_name, axis_index_groups=axis_index_groups)
-        return tuple(stacked[i] for i in range(len(means)))
-
-    if not use_mean:
-        # No mean: ``_normalize`` subtracts a zero one (``None``), as Flax's program does.
-        (mean_sq,) = mean(_abs_sq(x))
-        return None, mean_sq
-    if use_fast_variance:
-        mu, mean_sq = mean(x, _abs_sq(x))
-        # E[x^2] - E[x]^2 can round below zero.
-        return mu, jnp.maximum(0.0, mean_sq - _abs_sq(mu))
-    (mu,) = mean(x)
-    (var,) = mean(_abs_sq(x - jnp.expand_dims(mu, axes)))
-    return mu, var
-
-
-def _centered(x, mean, var, stats_shape: tuple, stats_axes: tuple, epsilon: float):
-    """``(x - mean, rsqrt(var + epsilon))``, the statistics broadcast to ``stats_shape``.
-
-    Flax's operations in Flax's order (the same values in another order can compile,
-    and round, differently): both statistics broadcast, the subtraction (``x`` cast to
-    the statistics' dtype), then the reciprocal. ``mean`` None is a zero mean.
-    """
-    if mean is None:
-        if not isinstance(x, _Tracer):
-            # Eagerly there is no program to match, and `x - 0` is `x` bit for bit.
-            return x, _rsqrt(_expanded(var, stats_shape, stats_axes) + epsilon)
-        mean = lax.full(shape_of(var), 0.0, dtype_of(var))
-    mean = _expanded(mean, stats_shape, stats_axes)
-    var = _expanded(var, stats_shape, stats_axes)
-    return x - mean, _rsqrt(var + epsilon)
-
-
-def _scaled(y, mul, scale, feature_shape: tuple):
-    return y * (mul * _reshaped(scale, feature_shape))
-
-
-def _shifted(y, bias, feature_shape: tuple):
-    return y + _reshaped(bias, feature_shape)
-
-
-# Traced, each run of operations between two parameters is staged and inlined (the
-# parameters' initializers, on init, emit their equations in between, as in Flax).
-# Each input is used once in a run, so gradients accumulate as for the direct
-# operations (the statistics are not staged: x is used twice there, and the staged
-# transpose would sum its cotangents in another order).
-_centered_staged = staged(_centered, static_argnums=(3, 4, 5))
-_scaled_staged = staged(_scaled, static_argnums=3)
-_shifted_staged = staged(_shifted, static_argnums=2)
-
-
-def _normalize(
-    module: Module,
-    x: Array,
-    mean: Array | None,
-    var: Array,
-    reduction_axes: tuple[int, ...],
-    feature_axes: tuple[int, ...],
-    dtype: Dtype | None,
-    param_dtype: Dtype,
-    epsilon: float,
-    use_bias: bool,
-    use_scale: bool,
-    bias_init: Initializer,
-    scale_init: Initializer,
-) -> Array:
-    """``(x - mean) * rsqrt(var + epsilon) * scale + bias``, params created in Flax's order.
-
-    ``mean`` None (RMSNorm) is a zero mean, subtracted as Flax does.
-    """
-    stats_shape, stats_axes, feature_shape, param_shape = _norm_shapes(
-        shape_of(x), reduction_axes, feature_axes
-    )
-
-    # Op by op unless staged anyway, as Flax's (a compiled run could round differently).
-    traced = is_staged(x)
-    y, mul = (_centered_staged if traced else _centered)(
-        x, mean, var, stats_shape, stats_axes, epsilon
-    )
-    args = [x]
-    if use_scale:
-        scale = module.param('scale', scale_init, param_shape, param_dtype)
-        args.append(scale)
-        y = (_scaled_staged if traced else _scaled)(y, mul, scale, feature_shape)
-    else:
-        y = y * mul
-    if use_bias:
-        bias = module.param('bias', bias_init, param_shape, param_dtype)
-        args.append(bias)
-        y = (_shifted_staged if traced else _shifted)(y, bias, feature_shape)
-    dtype = canonicalize_dtype(*args, dtype=dtype)
-    return y if dtype_of(y) == dtype else y.astype(dtype)
-
 
 _FEATURE_AXES_FIX = 'Pass axes within [-rank, rank) of the input, e.g. -1 for the last axis.'
 
@@ -367,20 +109,20 @@ class LayerNorm(Module):
     @compact
     def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
         """Normalizes ``x``; ``mask`` (broadcastable to ``x``) selects what counts in the stats."""
-        mask = _check_mask(self, mask, x)
+        mask = check_mask(self, mask, x)
         shape = shape_of(x)
-        reduction_axes = _canonicalize_axes(
+        reduction_axes = canonicalize_axes(
             self, 'reduction_axes', self.reduction_axes, shape, _FEATURE_AXES_FIX
         )
-        feature_axes = _canonicalize_axes(
+        feature_axes = canonicalize_axes(
             self, 'feature_axes', self.feature_axes, shape, _FEATURE_AXES_FIX
         )
-        mean, var = _compute_stats(
+        mean, var = compute_stats(
             x, reduction_axes, self.dtype, self.axis_name, self.axis_index_groups,
             use_fast_variance=self.use_fast_variance, mask=mask,
             force_float32_reductions=self.force_float32_reductions,
         )  # fmt: skip
-        return _normalize(
+        return normalize(
             self, x, mean, var, reduction_axes, feature_axes, self.dtype, self.param_dtype,
             self.epsilon, self.use_bias, self.use_scale, self.bias_init, self.scale_init,
         )  # fmt: skip
@@ -426,20 +168,20 @@ class RMSNorm(Module):
     @compact
     def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
         """Normalizes ``x`` by its root mean square over ``reduction_axes``."""
-        mask = _check_mask(self, mask, x)
+        mask = check_mask(self, mask, x)
         shape = shape_of(x)
-        reduction_axes = _canonicalize_axes(
+        reduction_axes = canonicalize_axes(
             self, 'reduction_axes', self.reduction_axes, shape, _FEATURE_AXES_FIX
         )
-        feature_axes = _canonicalize_axes(
+        feature_axes = canonicalize_axes(
             self, 'feature_axes', self.feature_axes, shape, _FEATURE_AXES_FIX
         )
-        mean, var = _compute_stats(
+        mean, var = compute_stats(
             x, reduction_axes, self.dtype, self.axis_name, self.axis_index_groups,
             use_mean=False, use_fast_variance=self.use_fast_variance, mask=mask,
             force_float32_reductions=self.force_float32_reductions,
         )  # fmt: skip
-        return _normalize(
+        return normalize(
             self, x, mean, var, reduction_axes, feature_axes, self.dtype, self.param_dtype,
             self.epsilon, False, self.use_scale, initializers.zeros, self.scale_init,
         )  # fmt: skip
@@ -508,12 +250,12 @@ class BatchNorm(Module):
     ) -> Array:
         """Normalizes ``x``; ``mask`` selects the entries that count toward the batch stats."""
         if use_running_average is None and self.use_running_average is None:
-            raise MissingUseRunningAverageError(_layer_where(self))
+            raise MissingUseRunningAverageError(layer_where(self))
         use_running_average = merge_param(
             'use_running_average', self.use_running_average, use_running_average
         )
-        mask = _check_mask(self, mask, x)
-        feature_axes = _canonicalize_axes(
+        mask = check_mask(self, mask, x)
+        feature_axes = canonicalize_axes(
             self, 'axis', self.axis, x.shape,
             'Pass the feature axis of the input (default -1, the last axis).',
         )  # fmt: skip
@@ -531,7 +273,7 @@ class BatchNorm(Module):
             mean, var = ra_mean.value, ra_var.value
         else:
             initializing = self.is_initializing()
-            mean, var = _compute_stats(
+            mean, var = compute_stats(
                 x, reduction_axes, self.dtype,
                 # init may run outside the mapped context that binds axis_name.
                 None if initializing else self.axis_name,
@@ -544,7 +286,7 @@ class BatchNorm(Module):
                 ra_mean.value = momentum * ra_mean.value + (1 - momentum) * mean
                 ra_var.value = momentum * ra_var.value + (1 - momentum) * var
 
-        return _normalize(
+        return normalize(
             self, x, mean, var, reduction_axes, feature_axes, self.dtype, self.param_dtype,
             self.epsilon, self.use_bias, self.use_scale, self.bias_init, self.scale_init,
         )  # fmt: skip
@@ -600,7 +342,7 @@ class GroupNorm(Module):
     force_float32_reductions: bool = True
 
     def _groups(self, channels: int) -> tuple[int, int]:
-        layer = _layer_where(self)
+        layer = layer_where(self)
         if (self.num_groups is None) == (self.group_size is None):
             raise InvalidGroupsError(
                 layer,
@@ -644,22 +386,22 @@ class GroupNorm(Module):
     @compact
     def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
         """Normalizes ``x`` per group of channels of its last axis."""
-        mask = _check_mask(self, mask, x)
+        mask = check_mask(self, mask, x)
         ndim = x.ndim
         if ndim < 1:
             raise GroupNormScalarInputError(
-                _layer_where(self), 'the feature axis', -1, x.shape,
+                layer_where(self), 'the feature axis', -1, x.shape,
                 'GroupNorm needs an input with a feature (last) axis.',
             )  # fmt: skip
         if self.reduction_axes is None:
             reduction_axes = (*range(1, ndim - 1), ndim - 1)
         else:
-            reduction_axes = _canonicalize_axes(
+            reduction_axes = canonicalize_axes(
                 self, 'reduction_axes', self.reduction_axes, x.shape, _FEATURE_AXES_FIX
             )
             if ndim - 1 not in reduction_axes:
                 raise InvalidFeatureAxesError(
-                    _layer_where(self), 'reduction_axes', self.reduction_axes, x.shape,
+                    layer_where(self), 'reduction_axes', self.reduction_axes, x.shape,
                     'The reduction axes must include the last axis (the features), '
                     'e.g. reduction_axes=(1, 2, -1) for NHWC images.',
                 )  # fmt: skip
@@ -675,7 +417,7 @@ class GroupNorm(Module):
                 mask = jnp.broadcast_to(mask, x.shape)
                 mask_shape = x.shape
             mask = mask.reshape(*mask_shape[:-1], num_groups, group_size)
-        mean, var = _compute_stats(
+        mean, var = compute_stats(
             x.reshape(group_shape), (*outer_axes, ndim), self.dtype,
             self.axis_name, self.axis_index_groups,
             use_fast_variance=self.use_fast_variance, mask=mask,
@@ -687,9 +429,9 @@ class GroupNorm(Module):
         per_group = (*stats_shape, group_size)
         group_axes = tuple(range(len(stats_shape)))
         per_channel = (*stats_shape[:-1], channels)
-        mean = _reshaped(_expanded(mean, per_group, group_axes), per_channel)
-        var = _reshaped(_expanded(var, per_group, group_axes), per_channel)
-        return _normalize(
+        mean = reshaped(expanded(mean, per_group, group_axes), per_channel)
+        var = reshaped(expanded(var, per_group, group_axes), per_channel)
+        return normalize(
             self, x, mean, var, outer_axes, (ndim - 1,), self.dtype, self.param_dtype,
             self.epsilon, self.use_bias, self.use_scale, self.bias_init, self.scale_init,
         )  # fmt: skip
@@ -739,25 +481,25 @@ class InstanceNorm(Module):
     @compact
     def __call__(self, x: Array, *, mask: Array | None = None) -> Array:
         """Normalizes each example and channel of ``x`` over the remaining axes."""
-        mask = _check_mask(self, mask, x)
-        feature_axes = _canonicalize_axes(
+        mask = check_mask(self, mask, x)
+        feature_axes = canonicalize_axes(
             self, 'feature_axes', self.feature_axes, x.shape, _FEATURE_AXES_FIX
         )
         if 0 in feature_axes:
             raise InvalidFeatureAxesError(
-                _layer_where(self), 'feature_axes', self.feature_axes, x.shape,
+                layer_where(self), 'feature_axes', self.feature_axes, x.shape,
                 'Axis 0 is the batch axis and cannot be a feature axis: give the input a '
                 'leading batch axis, or pass feature_axes that exclude 0.',
                 flax_text='The channel axes cannot include the leading dimension as this is '
                 'assumed to be the batch axis.',
             )  # fmt: skip
         reduction_axes = tuple(i for i in range(1, x.ndim) if i not in feature_axes)
-        mean, var = _compute_stats(
+        mean, var = compute_stats(
             x, reduction_axes, self.dtype, self.axis_name, self.axis_index_groups,
             use_fast_variance=self.use_fast_variance, mask=mask,
             force_float32_reductions=self.force_float32_reductions,
         )  # fmt: skip
-        return _normalize(
+        return normalize(
             self, x, mean, var, reduction_axes, feature_axes, self.dtype, self.param_dtype,
             self.epsilon, self.use_bias, self.use_scale, self.bias_init, self.scale_init,
         )  # fmt: skip
