@@ -120,7 +120,7 @@ def lifted_jit_model():
     return Net()
 
 
-def flax_rule(module, key, sds):
+def flax_rule(module, key, sds, **kwargs):
     """What Flax's ``lazy_init`` returns for an input that a variable (or Python) reads.
 
     Flax 0.12.9 and later (the JAX 0.12 end) evaluate the model with zeros for the
@@ -128,9 +128,9 @@ def flax_rule(module, key, sds):
     what the later releases return.
     """
     try:
-        return flax_nn.meta.unbox(module.lazy_init(key, sds))
+        return flax_nn.meta.unbox(module.lazy_init(key, sds, **kwargs))
     except (flax_errors.LazyInitError, jax.errors.ConcretizationTypeError):
-        return flax_nn.meta.unbox(module.init(key, jnp.zeros(sds.shape, sds.dtype)))
+        return flax_nn.meta.unbox(module.init(key, jnp.zeros(sds.shape, sds.dtype), **kwargs))
 
 
 def assert_same_variables(ours, theirs):
@@ -165,12 +165,46 @@ def python_branch_model(nn):
     return Net()
 
 
-@pytest.mark.parametrize('make', [branches_model, python_branch_model])
+def switch_model(nn):
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            index = (jnp.sum(x) > 0).astype(jnp.int32) + 1
+            branches = [
+                lambda mdl, x: nn.Dense(2, name='branch')(x),
+                lambda mdl, x: nn.Dense(2, name='branch')(x * 3),
+                lambda mdl, x: -nn.Dense(2, name='branch')(x),
+            ]
+            return nn.switch(index, branches, self, x)
+
+    return Net()
+
+
+@pytest.mark.parametrize('make', [branches_model, python_branch_model, switch_model])
 def test_lazy_init_of_a_branch_chosen_by_an_abstract_input_is_flax_rule(make):
     # Flax 0.12.9+: the branch zeros choose, with init's variables there.
     sds = jax.ShapeDtypeStruct((3,), jnp.float32)
     key = jax.random.key(0)
     assert_same_variables(make(linen_nn).lazy_init(key, sds), flax_rule(make(flax_nn), key, sds))
+
+
+def sown_model(nn):
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            h = nn.Dense(3)(x)
+            self.sow('intermediates', 'h', h)
+            return h
+
+    return Net()
+
+
+def test_lazy_init_of_intermediates_sown_from_an_abstract_input_is_flax_rule():
+    sds = jax.ShapeDtypeStruct((2, 3), jnp.float32)
+    key = jax.random.key(0)
+    mutable = ['params', 'intermediates']
+    ours = sown_model(linen_nn).lazy_init(key, sds, mutable=mutable)
+    assert_same_variables(ours, flax_rule(sown_model(flax_nn), key, sds, mutable=mutable))
 
 
 def test_strict_lazy_init_under_a_traced_cond_names_the_branch_variables():
