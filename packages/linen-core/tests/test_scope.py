@@ -403,6 +403,24 @@ def test_lazy_init_lets_python_read_an_abstract_input_as_zeros():
     np.testing.assert_array_equal(out['params']['not_positive'], [7.0, 7.0])
 
 
+def test_lazy_init_runs_again_on_zeros_only_for_an_abstract_input():
+    calls = []
+
+    def branches(scope, x):
+        calls.append(x)
+        return scope.param('p', lambda k: jnp.ones(2)) if jnp.sum(x) > 0 else x
+
+    # An input traced by an outer jit, read by Python: JAX's error, from the one run.
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        jax.jit(lambda x: lazy_init(branches)(jax.random.key(0), x))(jnp.ones(2))
+    assert len(calls) == 1
+    calls.clear()
+    # An abstract one: traced first, then run on the zeros.
+    assert lazy_init(branches)(jax.random.key(0), SDS) == {}
+    assert len(calls) == 2
+    np.testing.assert_array_equal(calls[1], np.zeros(2, np.float32))
+
+
 def test_lazy_init_under_jit_computes_from_zeros_inside_the_trace():
     out = jax.jit(lambda k: lazy_init(reads_input)(k, SDS))(jax.random.key(0))
     eager = lazy_init(reads_input)(jax.random.key(0), SDS)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from linen.core._filters import Filter, in_filter
-from linen.core._lazy_init import NEEDS_VALUES, partial_init, zeros_for_abstract
+from linen.core._lazy_init import NEEDS_VALUES, any_abstract, partial_init, zeros_for_abstract
 from linen.core._rng import RngStream, check_rngs
 from linen.core._scope import Scope, _check_variables, _Root, _thaw
 from linen.core.config import config
@@ -101,7 +101,8 @@ def lazy_init(fn: Callable, mutable: Filter = True, flags: Mapping[str, Any] | N
         try:
             return partial_init(variables, rngs, *args, **kwargs)
         except NEEDS_VALUES:
-            if config.linen_strict_lazy_init:
+            # (without an abstract argument, a second run would meet the same error)
+            if config.linen_strict_lazy_init or not any_abstract((rngs, args, kwargs)):
                 raise
         # (outside the handler: an error of the second run is not chained to the first)
         (rngs, *args), kwargs = zeros_for_abstract(((rngs, *args), kwargs))

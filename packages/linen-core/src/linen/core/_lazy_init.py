@@ -37,7 +37,14 @@ import numpy as np
 
 from linen.core import errors
 
-__all__ = ['partial_init', 'concrete_call', 'concrete_init', 'NEEDS_VALUES', 'zeros_for_abstract']
+__all__ = [
+    'NEEDS_VALUES',
+    'any_abstract',
+    'concrete_call',
+    'concrete_init',
+    'partial_init',
+    'zeros_for_abstract',
+]
 
 # True while `_eager` runs an init function: the initialisers (and their keys) then
 # run outside the shape trace, see `concrete_call`. A context variable, like every
@@ -242,6 +249,11 @@ def _zeros_like(x: Any) -> Any:
     if not _is_abstract(x):
         return x
     return jnp.zeros(x.shape, x.dtype, device=x.sharding)
+
+
+def any_abstract(tree: Any) -> bool:
+    """Whether a leaf of ``tree`` is a ``jax.ShapeDtypeStruct``."""
+    return any(_is_abstract(x) for x in jax.tree_util.tree_leaves(tree))
 
 
 def zeros_for_abstract(tree: Any) -> Any:
