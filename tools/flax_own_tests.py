@@ -10,6 +10,10 @@ prints is the figure quoted in the issues: how many of Flax's tests pass on line
     python tools/flax_own_tests.py                     # every test, a summary
     python tools/flax_own_tests.py -- -k scan -x       # pytest arguments after --
     python tools/flax_own_tests.py --keep DIR          # leave the tests in DIR
+    python tools/flax_own_tests.py --flax-version 0.12.8  # that release's tests
+
+By default the tests are those of the Flax the installed JAX gets (0.12.8 on JAX 0.10,
+0.12.12 from JAX 0.11.1 on), so each end of the supported range is held to its Flax.
 
 Needs the development environment (every distribution, Flax, pytest, absl-py) and
 the package index (``pip download``). Tests that reach into Flax's private helpers
@@ -22,16 +26,22 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
+from importlib import metadata
 from pathlib import Path
 
-# The Flax whose tests the issues' figures come from (the Flax that JAX 0.10 resolves to).
-# Newer sdists are on the index too: `--flax-version 0.12.12` runs that release's tests.
-FLAX_TESTS_VERSION = '0.12.8'
+# Whose tests run by default: those of the Flax the installed JAX gets. Flax 0.12.9 and
+# later need JAX >= 0.11.1 (their wheels say so), and their rules differ from 0.12.8's
+# where Flax changed them (`lazy_init` on an abstract input's value); 0.12.8 is what JAX
+# 0.10 resolves to. `--flax-version` runs another release's tests.
+FLAX_FOR_OLD_JAX = '0.12.8'
+FLAX_FOR_NEW_JAX = '0.12.12'
+NEW_JAX = (0, 11, 1)
 SUITES = ('tests/linen', 'tests/core')
 
 CONFTEST = '''\
@@ -108,16 +118,22 @@ def fetch(into: Path, version: str) -> Path:
     return into / f'flax-{version}' / 'tests'
 
 
+def default_flax_version() -> str:
+    """The Flax whose tests match the installed JAX (see ``FLAX_FOR_NEW_JAX``)."""
+    release = tuple(int(part) for part in re.findall(r'\d+', metadata.version('jax'))[:3])
+    return FLAX_FOR_NEW_JAX if release >= NEW_JAX else FLAX_FOR_OLD_JAX
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--flax-version', default=FLAX_TESTS_VERSION)
+    parser.add_argument('--flax-version', default=None, help='default: per the installed JAX')
     parser.add_argument('--keep', type=Path, help='fetch into this folder and leave it there')
     parser.add_argument('pytest_args', nargs='*', help='passed to pytest (after --)')
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         where = args.keep or Path(tmp)
         where.mkdir(parents=True, exist_ok=True)
-        tests = fetch(where, args.flax_version)
+        tests = fetch(where, args.flax_version or default_flax_version())
         (tests / 'conftest.py').write_text(CONFTEST)
         command = [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', '-rf',
                    '--tb=line', *(args.pytest_args or ['linen', 'core'])]  # fmt: skip
