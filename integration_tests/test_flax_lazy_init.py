@@ -17,6 +17,14 @@ import linen.nn as linen_nn  # noqa: E402
 from linen.core import config  # noqa: E402
 
 
+def assert_same_variables(ours, theirs):
+    """The same tree of arrays, bit for bit, of the same dtypes."""
+    assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(dict(theirs))
+    for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
+        assert isinstance(a, jax.Array) and a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
 def model(nn):
     class Net(nn.Module):
         @nn.compact
@@ -89,10 +97,7 @@ def test_lazy_init_sees_through_lifted_transforms_as_flax(kind):
     key = jax.random.key(0)
     ours = lifted_model(linen_nn, kind).lazy_init(key, sds)
     theirs = flax_nn.meta.unbox(lifted_model(flax_nn, kind).lazy_init(key, sds))
-    assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(dict(theirs))
-    for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
-        assert isinstance(a, jax.Array) and a.dtype == b.dtype
-        np.testing.assert_array_equal(a, b)
+    assert_same_variables(ours, theirs)
     # Under an outer jit the same analysis runs on the staged path.
     staged = jax.jit(lambda k: lifted_model(linen_nn, kind).lazy_init(k, sds))(key)
     for a, b in zip(jax.tree_util.tree_leaves(staged), jax.tree_util.tree_leaves(ours)):
@@ -106,9 +111,7 @@ def test_lazy_init_of_nn_jit_gives_the_variables_of_init():
     model = lifted_jit_model()
     expected = model.init(jax.random.key(0), x)
     got = model.lazy_init(jax.random.key(0), jax.ShapeDtypeStruct(x.shape, x.dtype))
-    assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(expected)
-    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(expected)):
-        np.testing.assert_array_equal(a, b)
+    assert_same_variables(got, expected)
 
 
 def lifted_jit_model():
@@ -131,12 +134,6 @@ def flax_rule(module, key, sds, **kwargs):
         return flax_nn.meta.unbox(module.lazy_init(key, sds, **kwargs))
     except (flax_errors.LazyInitError, jax.errors.ConcretizationTypeError):
         return flax_nn.meta.unbox(module.init(key, jnp.zeros(sds.shape, sds.dtype), **kwargs))
-
-
-def assert_same_variables(ours, theirs):
-    assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(dict(theirs))
-    for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
-        np.testing.assert_array_equal(a, b)
 
 
 def branches_model(nn):
