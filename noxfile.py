@@ -199,9 +199,8 @@ def _run_tests(
     # Bytecode: uv installs none (pip compiles at install), and an environment with
     # PYTHONDONTWRITEBYTECODE set makes every fresh interpreter of the suite (about a
     # hundred: plugin probes, throwaway venvs, the Hugging Face and benchmark
-    # workers) compile JAX's, Flax's and transformers' sources again (`import jax,
-    # flax.linen, optax`: 4.8 s, 1.2 s from bytecode). Written once, outside the
-    # source trees; -30 % wall time for the tests that start interpreters.
+    # workers) compile JAX's, Flax's and transformers' sources again, which costs
+    # several times the import itself. Written once, outside the source trees.
     bytecode = {
         'PYTHONDONTWRITEBYTECODE': '',
         'PYTHONPYCACHEPREFIX': str(Path(session.virtualenv.location) / 'pycache'),

@@ -31,9 +31,8 @@ PACKAGES = ROOT / 'packages'
 # compile every primitive, and the two pytest-xdist workers compile the same ones
 # again. JAX's persistent compilation cache keys a program without its metadata, so
 # with it a program is compiled once per run: the tests that compare values opt in
-# (`pytest.mark.usefixtures('shared_compilations')`). On two cores the modules that
-# do took 7.2 min at JAX 0.10 (about 12 without) and 6.1 at JAX 0.12 (about 11); the
-# jax-settings, op-order and dtype sweeps alone -32 %. A test that reads labels or
+# (`pytest.mark.usefixtures('shared_compilations')`; the time saved is in the issue
+# notes of the change that added it). A test that reads labels or
 # counts compilations from what it compiled must not: a hit hands back an executable
 # compiled under another program's labels (linen-profiling warns of that).
 COMPILATION_CACHE_ENV = 'LINEN_TEST_COMPILATION_CACHE'
