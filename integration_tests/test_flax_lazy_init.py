@@ -273,9 +273,11 @@ def test_lazy_init_of_a_variable_computed_from_an_abstract_input_is_flax_rule():
     ours = mean_model(linen_nn).lazy_init(key, sds)
     np.testing.assert_array_equal(ours['stats']['mean'], np.ones(3, np.float32))
     assert_same_variables(ours, flax_rule(mean_model(flax_nn), key, sds))
-    # Under an outer jit the zeros are traced with the rest, as in Flax.
+    # Under an outer jit the zeros are traced with the rest, as in Flax. Compared with
+    # Flax under the same jit: a program compiled whole may round differently from
+    # the op-by-op one above (it does on a TPU).
     jitted = jax.jit(lambda k: mean_model(linen_nn).lazy_init(k, sds))(key)
-    assert_same_variables(jitted, ours)
+    assert_same_variables(jitted, jax.jit(lambda k: flax_rule(mean_model(flax_nn), k, sds))(key))
 
 
 def test_strict_lazy_init_of_a_variable_computed_from_an_abstract_input_names_it():
