@@ -401,3 +401,61 @@ def test_rnn_seq_lengths_of_another_shape_as_flax(case):
         assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(theirs)
         for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+CELLS = ['SimpleCell', 'GRUCell', 'MGUCell', 'LSTMCell', 'OptimizedLSTMCell']
+# JAX's error where a scan step returns a carry of another type than it was given.
+CARRY_TYPE_ERROR = 'carry input and carry output must have equal types'
+
+
+def _same_bits(ours, theirs):
+    assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(theirs)
+    for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize('cell', CELLS)
+def test_rnn_float64_inputs_run_as_flax_given_a_float64_carry(cell):
+    # Flax's RNN builds a float32 carry, which a float64 step cannot keep: its scan
+    # stops with a TypeError (docs/differences.md, "Accepted by linen, refused by
+    # Flax"). linen widens the carry it builds; that is Flax's run given the carry.
+    xs = _normal(0, (2, 5, 3))
+    variables = ll.RNN(getattr(ll, cell)(4)).init(KEYS[1], xs)
+    with jax.enable_x64(True):
+        x64 = xs.astype(jnp.float64)
+        with pytest.raises(TypeError, match=CARRY_TYPE_ERROR):
+            fnn.RNN(getattr(fnn, cell)(4)).apply(variables, x64)
+        ours = ll.RNN(getattr(ll, cell)(4), return_carry=True).apply(variables, x64)
+        carry = getattr(fnn, cell)(4).initialize_carry(KEYS[2], xs[:, 0].shape)
+        carry = jax.tree_util.tree_map(lambda c: c.astype(jnp.float64), carry)
+        theirs = fnn.RNN(getattr(fnn, cell)(4), return_carry=True).apply(
+            variables, x64, initial_carry=carry
+        )
+    _same_bits(ours, theirs)
+
+
+@pytest.mark.parametrize('cell', CELLS)
+def test_rnn_of_a_bfloat16_cell_as_flax(cell):
+    # A cell computing in bfloat16 over RNN's float32 carry: the gated cells mix the
+    # float32 carry back in and keep it float32, which Flax runs; SimpleCell returns a
+    # bfloat16 carry, where Flax's scan stops and linen casts it back to float32, the
+    # outputs those of Flax's run from a bfloat16 carry.
+    xs = _normal(0, (2, 5, 3))
+    ours = ll.RNN(getattr(ll, cell)(4, dtype=jnp.bfloat16), return_carry=True)
+    theirs = fnn.RNN(getattr(fnn, cell)(4, dtype=jnp.bfloat16), return_carry=True)
+    variables = ours.init(KEYS[1], xs)
+    carry, ys = ours.apply(variables, xs)
+    if cell != 'SimpleCell':
+        assert_same_variables(variables, theirs.init(KEYS[1], xs))
+        _same_bits((carry, ys), theirs.apply(variables, xs))
+        return
+    with pytest.raises(TypeError, match=CARRY_TYPE_ERROR):
+        theirs.init(KEYS[1], xs)
+    with pytest.raises(TypeError, match=CARRY_TYPE_ERROR):
+        theirs.apply(variables, xs)
+    start = jnp.zeros((2, 4), jnp.bfloat16)
+    assert_same_variables(variables, theirs.init(KEYS[1], xs, initial_carry=start))
+    their_carry, their_ys = theirs.apply(variables, xs, initial_carry=start)
+    assert carry.dtype == jnp.float32
+    _same_bits((carry.astype(jnp.bfloat16), ys), (their_carry, their_ys))
