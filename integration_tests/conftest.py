@@ -22,6 +22,9 @@ from types import SimpleNamespace
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# Test modules import shared helpers as `integration_tests.<module>` (oracle.py).
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 FIXTURES = Path(__file__).resolve().parent / 'fixtures'
 PACKAGES = ROOT / 'packages'
 

@@ -30,6 +30,7 @@ pytestmark = [pytest.mark.flax, pytest.mark.usefixtures('shared_compilations')]
 import flax.linen as flax_nn  # noqa: E402
 
 import linen.nn as linen_nn  # noqa: E402
+from integration_tests.oracle import assert_same_bits  # noqa: E402
 
 
 def _models(nn):
@@ -140,15 +141,6 @@ SETTINGS = {
 }
 
 
-def _assert_same_bits(ours, theirs):
-    leaves, tree = jax.tree_util.tree_flatten(ours)
-    flax_leaves, flax_tree = jax.tree_util.tree_flatten(theirs)
-    assert tree == flax_tree
-    for a, b in zip(leaves, flax_leaves):
-        assert (a.dtype, a.shape) == (b.dtype, b.shape)
-        assert a.tobytes() == b.tobytes()
-
-
 @pytest.mark.parametrize('jit', [False, True], ids=['eager', 'jit'])
 @pytest.mark.parametrize('model', list(INPUTS))
 @pytest.mark.parametrize('setting', list(SETTINGS))
@@ -161,7 +153,7 @@ def test_a_setting_gives_flaxs_outcome(setting, model, jit):
         assert ours[0] == 'ok' or issubclass(ours[1], theirs[1]), (ours, theirs)
         return
     assert ours[0] == 'ok', ours
-    _assert_same_bits(ours[1], theirs[1])
+    assert_same_bits(ours[1], theirs[1])
 
 
 def _mlp_state(nn, jit: bool):
@@ -187,4 +179,4 @@ def test_switching_the_prng_implementation_in_one_process(jit):
     # rbg and unsafe_rbg alternate: each one's raw keys after the other's
     for impl in ('rbg', 'unsafe_rbg', 'rbg', 'threefry2x32', 'unsafe_rbg'):
         with jax.default_prng_impl(impl):
-            _assert_same_bits(_mlp_state(linen_nn, jit), _mlp_state(flax_nn, jit))
+            assert_same_bits(_mlp_state(linen_nn, jit), _mlp_state(flax_nn, jit))

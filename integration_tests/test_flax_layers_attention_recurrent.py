@@ -16,6 +16,7 @@ import pytest
 fnn = pytest.importorskip('flax.linen')
 
 import linen.layers as ll  # noqa: E402
+from integration_tests.oracle import assert_same_bits  # noqa: E402
 from linen.module import Module, compact  # noqa: E402
 
 pytestmark = [pytest.mark.flax, pytest.mark.usefixtures('shared_compilations')]
@@ -408,13 +409,6 @@ CELLS = ['SimpleCell', 'GRUCell', 'MGUCell', 'LSTMCell', 'OptimizedLSTMCell']
 CARRY_TYPE_ERROR = 'carry input and carry output must have equal types'
 
 
-def _same_bits(ours, theirs):
-    assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(theirs)
-    for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
-        assert a.dtype == b.dtype
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-
-
 @pytest.mark.parametrize('cell', CELLS)
 def test_rnn_float64_inputs_run_as_flax_given_a_float64_carry(cell):
     # Flax's RNN builds a float32 carry, which a float64 step cannot keep: its scan
@@ -432,7 +426,7 @@ def test_rnn_float64_inputs_run_as_flax_given_a_float64_carry(cell):
         theirs = fnn.RNN(getattr(fnn, cell)(4), return_carry=True).apply(
             variables, x64, initial_carry=carry
         )
-    _same_bits(ours, theirs)
+    assert_same_bits(ours, theirs)
 
 
 @pytest.mark.parametrize('cell', CELLS)
@@ -448,7 +442,7 @@ def test_rnn_of_a_bfloat16_cell_as_flax(cell):
     carry, ys = ours.apply(variables, xs)
     if cell != 'SimpleCell':
         assert_same_variables(variables, theirs.init(KEYS[1], xs))
-        _same_bits((carry, ys), theirs.apply(variables, xs))
+        assert_same_bits((carry, ys), theirs.apply(variables, xs))
         return
     with pytest.raises(TypeError, match=CARRY_TYPE_ERROR):
         theirs.init(KEYS[1], xs)
@@ -458,4 +452,4 @@ def test_rnn_of_a_bfloat16_cell_as_flax(cell):
     assert_same_variables(variables, theirs.init(KEYS[1], xs, initial_carry=start))
     their_carry, their_ys = theirs.apply(variables, xs, initial_carry=start)
     assert carry.dtype == jnp.float32
-    _same_bits((carry.astype(jnp.bfloat16), ys), (their_carry, their_ys))
+    assert_same_bits((carry.astype(jnp.bfloat16), ys), (their_carry, their_ys))

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import linen.nn as linen_nn
+from integration_tests.oracle import assert_same_bits
 
 pytestmark = pytest.mark.flax
 flax_nn = pytest.importorskip('flax.linen')
@@ -24,12 +25,6 @@ BOTH = [pytest.param(flax_nn, id='flax'), pytest.param(linen_nn, id='linen')]
 
 def shapes(tree):
     return jax.tree_util.tree_map(jnp.shape, jax.tree_util.tree_map(jnp.asarray, dict(tree)))
-
-
-def assert_same(a, b):
-    assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
-    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
 def setup_field_program(nn):
@@ -123,7 +118,7 @@ def test_field_submodules_under_vmap_match_flax(program):
         out[nn] = (variables, y)
     (fv, fy), (lv, ly) = out[flax_nn], out[linen_nn]
     assert shapes(lv) == shapes(fv)
-    assert_same(dict(lv), dict(fv))
+    assert_same_bits(dict(lv), dict(fv))
     np.testing.assert_array_equal(np.asarray(ly), np.asarray(fy))
 
 
@@ -164,7 +159,7 @@ def test_field_submodule_made_in_parent_setup_under_jit_as_flax():
     assert (
         shapes(lv) == shapes(fv) == {'params': {'block': {'sub': {'kernel': (3, 3), 'bias': (3,)}}}}
     )
-    assert_same(dict(lv), dict(plain))
+    assert_same_bits(dict(lv), dict(plain))
     y = jit_setup_field_program(linen_nn).apply(lv, x)
     p = lv['params']['block']['sub']
     np.testing.assert_allclose(y, x @ p['kernel'] + p['bias'][None], rtol=1e-6)
@@ -202,7 +197,7 @@ def test_field_submodule_made_in_a_compact_parent_goes_through_map_variables_as_
         variables = model.init(jax.random.key(0), x)
         out.append((dict(variables), model.apply(variables, x)))
     (fv, fy), (lv, ly) = out
-    assert_same(lv, fv)
+    assert_same_bits(lv, fv)
     np.testing.assert_array_equal(np.asarray(ly), np.asarray(fy))
     p = lv['params']['Dense_0']
     np.testing.assert_allclose(ly, x @ (0.5 * p['kernel']) + 0.5 * p['bias'][None], rtol=1e-6)
@@ -266,8 +261,8 @@ def test_dict_field_submodules_under_scan_carry_their_variables_as_flax():
         (carry, hs), state = scanned.apply(variables, carry0, xs, mutable='counter')
         out[nn] = (dict(variables), carry, hs, dict(state))
     (fv, fc, fh, fs), (lv, lc, lh, ls) = out[flax_nn], out[linen_nn]
-    assert_same(lv, fv)
-    assert_same((lc, lh, ls), (fc, fh, fs))
+    assert_same_bits(lv, fv)
+    assert_same_bits((lc, lh, ls), (fc, fh, fs))
     # Independent: one call at init, then one per step.
     assert float(ls['counter']['layers_first']['calls']) == 1 + len(xs)
     assert float(ls['counter']['layers_second']['calls']) == 1 + len(xs)
@@ -294,7 +289,7 @@ def test_dict_field_submodules_under_vmap_are_mapped_as_flax():
     assert shapes(lv['params'])['layers_first'] == {
         'Dense_0': {'kernel': (4, 3, 3), 'bias': (4, 3)}
     }
-    assert_same((lv, ly, ls), (fv, fy, fs))
+    assert_same_bits((lv, ly, ls), (fv, fy, fs))
     np.testing.assert_array_equal(np.asarray(ls['counter']['layers_second']['calls']), [2.0] * 4)
     each = [
         _pair_reference(jax.tree_util.tree_map(lambda a, i=i: a[i], lv['params']), x[i])
@@ -317,7 +312,7 @@ def test_dict_field_submodules_under_remat_differentiate_as_flax():
 
         (value, state), grads = jax.value_and_grad(loss, has_aux=True)(variables['params'])
         out[nn] = (dict(variables), value, dict(state), grads)
-    assert_same(out[linen_nn], out[flax_nn])
+    assert_same_bits(out[linen_nn], out[flax_nn])
     lv, _, ls, grads = out[linen_nn]
     assert float(ls['counter']['layers_first']['calls']) == 2.0
     expected = jax.grad(lambda p: jnp.sum(_pair_reference(p, x) ** 2))(dict(lv['params']))
@@ -347,7 +342,7 @@ def test_dict_field_submodules_under_jit_live_under_the_jitted_module():
         trees[nn, jit] = (dict(variables), y, dict(state))
     assert shapes(trees[linen_nn, True][0]) == shapes(trees[flax_nn, True][0])
     (lv, ly, ls), (pv, py, ps) = trees[linen_nn, True], trees[linen_nn, False]
-    assert_same((lv, ls), (pv, ps))
+    assert_same_bits((lv, ls), (pv, ps))
     # A compiled program may round differently from op-by-op execution.
     np.testing.assert_allclose(ly, py, rtol=1e-6)
     assert float(ls['counter']['pair']['layers_second']['calls']) == 2.0

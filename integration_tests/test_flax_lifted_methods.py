@@ -10,15 +10,10 @@ import numpy as np
 import pytest
 
 import linen.nn as linen_nn
+from integration_tests.oracle import assert_same_bits
 
 pytestmark = pytest.mark.flax
 flax_nn = pytest.importorskip('flax.linen')
-
-
-def assert_same(a, b):
-    assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
-    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
 def per_method_scan(nn):
@@ -97,7 +92,7 @@ def test_per_method_transform_arguments_match_flax(program):
         variables = model.init(jax.random.key(0), x)
         results.append((dict(variables), model.apply(variables, x)))
     (fv, fy), (lv, ly) = results
-    assert_same(lv, fv)
+    assert_same_bits(lv, fv)
     np.testing.assert_array_equal(np.asarray(ly), np.asarray(fy))
 
 
@@ -167,7 +162,7 @@ def test_automatic_names_inside_skip_the_callers_as_flax(transform):
         results.append((dict(variables), model.apply(variables, x)))
     (fv, fy), (lv, ly) = results
     if transform != 'jit':  # nn.jit's keys differ from Flax's (D1): compare structure
-        assert_same(lv, fv)
+        assert_same_bits(lv, fv)
         np.testing.assert_array_equal(np.asarray(ly), np.asarray(fy))
     assert jax.tree_util.tree_map(jnp.shape, lv) == jax.tree_util.tree_map(jnp.shape, fv)
     assert sorted(lv['params']) == ['Dense_0', 'Dense_1', 'q']
@@ -218,7 +213,7 @@ def test_jit_over_a_method_of_an_unbound_module_as_flax():
     x = jnp.linspace(-1.0, 1.0, 6, dtype=jnp.float32).reshape(2, 3)
     fy, fv = jitted_init_program(flax_nn).init_with_output(jax.random.key(0), x)
     ly, lv = jitted_init_program(linen_nn).init_with_output(jax.random.key(0), x)
-    assert_same(dict(lv), dict(fv))
+    assert_same_bits(dict(lv), dict(fv))
     np.testing.assert_array_equal(np.asarray(ly), np.asarray(fy))
 
 

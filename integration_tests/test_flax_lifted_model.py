@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import linen.nn as linen_nn
+from integration_tests.oracle import assert_same_bits
 from linen.layers import partitioning as linen_partitioning
 
 pytestmark = [pytest.mark.flax, pytest.mark.usefixtures('shared_compilations')]
@@ -83,12 +84,6 @@ def _np(tree):
     return jax.tree_util.tree_map(np.asarray, tree)
 
 
-def _assert_same(a, b):
-    assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
-    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
-
-
 def run(nn, *, jit, deterministic, variables=None):
     """``(variables, output, (param grads, input grads), types the remat body saw)``."""
     rngs = {'params': jax.random.key(0), 'dropout': jax.random.key(1)}
@@ -114,7 +109,7 @@ def test_model_with_dropout_matches_flax_without_jit(rank_promotion):
     assert set(params) == {'stack', 'head'}
     assert params['stack']['mlp']['Dense_0']['kernel'].shape == (8, LAYERS, 16)
     assert ours[3] == theirs[3] == {bool}
-    _assert_same(ours[:3], theirs[:3])
+    assert_same_bits(ours[:3], theirs[:3])
 
 
 @pytest.mark.parametrize('rank_promotion', ['raise', 'allow'])
@@ -127,7 +122,7 @@ def test_model_deterministic_matches_flax_jit_on_flax_variables(rank_promotion):
         ours = run(linen_nn, jit=True, deterministic=True, variables=variables)
         theirs = run(flax_nn, jit=True, deterministic=True, variables=variables)
     assert ours[3] == theirs[3] == {bool}
-    _assert_same(ours[:3], theirs[:3])
+    assert_same_bits(ours[:3], theirs[:3])
 
 
 def test_model_output_follows_from_its_parameters():

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import linen.nn as linen_nn
+from integration_tests.oracle import assert_same_bits
 
 pytestmark = pytest.mark.flax
 flax = pytest.importorskip('flax')
@@ -32,12 +33,6 @@ RNGS = {'params': jax.random.key(0), 'dropout': jax.random.key(1)}
 def _np(tree):
     tree = flax.core.unfreeze(tree) if hasattr(tree, 'unfreeze') else tree
     return jax.tree_util.tree_map(np.asarray, tree)
-
-
-def _assert_same(a, b):
-    assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
-    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
 # ------------------------------------------------------------- nn.jit inside nn.jit
@@ -95,7 +90,7 @@ def test_nested_jit_draws_the_random_numbers_of_flax_without_jit(make):
     # linen's nn.jit keeps the path-based rng derivation: nesting it changes nothing.
     ours = _run_random(make(linen_nn, jit=True))
     theirs = _run_random(make(flax_nn, jit=False))
-    _assert_same(ours, theirs)
+    assert_same_bits(ours, theirs)
 
 
 def test_nested_jit_matches_flax_jit_where_no_random_numbers_are_drawn():
@@ -103,7 +98,7 @@ def test_nested_jit_matches_flax_jit_where_no_random_numbers_are_drawn():
     variables = flax_model.init({**RNGS, 'noise': jax.random.key(3)}, X)
     ours = _run_random(nested_jit(linen_nn, jit=True, deterministic=True), variables)
     theirs = _run_random(flax_model, variables)
-    _assert_same(ours, theirs)
+    assert_same_bits(ours, theirs)
 
 
 def test_nested_jit_gradients_match_flax_without_jit():
@@ -120,7 +115,7 @@ def test_nested_jit_gradients_match_flax_without_jit():
 
         return _np(jax.grad(loss)(variables['params']))
 
-    _assert_same(grads(linen_nn, True), grads(flax_nn, False))
+    assert_same_bits(grads(linen_nn, True), grads(flax_nn, False))
 
 
 def test_nested_jit_twice_reuses_its_traces():
@@ -128,7 +123,7 @@ def test_nested_jit_twice_reuses_its_traces():
     variables = model.init({**RNGS, 'noise': jax.random.key(3)}, X)
     first = _run_random(model, variables)
     second = _run_random(model, variables)
-    _assert_same(first, second)
+    assert_same_bits(first, second)
 
 
 # ---------------------------------------------- Modules reached through Module fields
@@ -205,7 +200,7 @@ def test_modules_in_fields_of_module_fields_are_lifted_by_vmap_as_flax():
 
     ours, theirs = run(linen_nn), run(flax_nn)
     assert ours[0]['params']['A_0']['Dense_0']['kernel'].shape == (3, 4, 3)
-    _assert_same(ours, theirs)
+    assert_same_bits(ours, theirs)
 
 
 def test_modules_in_fields_of_module_fields_write_back_through_jit_as_flax():
@@ -218,7 +213,7 @@ def test_modules_in_fields_of_module_fields_write_back_through_jit_as_flax():
 
     ours, theirs = run(linen_nn), run(flax_nn)
     assert int(ours[2]['counts']['A_0']['n']) == 2
-    _assert_same(ours, theirs)
+    assert_same_bits(ours, theirs)
 
 
 # ------------------------------------------------- a partially applied constructor
@@ -253,7 +248,7 @@ def test_partially_applied_module_class_is_transformed_as_flax(kind):
 
     ours, theirs = run(linen_nn), run(flax_nn)
     assert ours[0] == theirs[0]
-    _assert_same(ours[1:], theirs[1:])
+    assert_same_bits(ours[1:], theirs[1:])
 
 
 def test_partially_applied_module_class_under_jit_keeps_its_arguments():
@@ -306,5 +301,5 @@ def test_transformed_method_calling_another_transformed_method_as_flax(transform
         return _np(variables), np.asarray(y), np.asarray(h)
 
     ours, theirs = run(linen_nn), run(flax_nn)
-    _assert_same(ours, theirs)
+    assert_same_bits(ours, theirs)
     np.testing.assert_array_equal(ours[2], X * 2.0 + 1.0)

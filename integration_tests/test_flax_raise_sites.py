@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import linen.nn as linen_nn
+from integration_tests.oracle import assert_same_bits
 from linen.core import errors as linen_errors
 from linen.transforms import errors as linen_transform_errors
 
@@ -24,12 +25,6 @@ pytestmark = pytest.mark.flax
 flax_nn = pytest.importorskip('flax.linen')
 
 KEY = jax.random.key(0)
-
-
-def _assert_same(a, b):
-    assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
-    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
 def _raised(program, nn) -> BaseException:
@@ -223,7 +218,7 @@ RUNS = {
 
 @pytest.mark.parametrize('case', list(RUNS))
 def test_runs_as_on_flax(case):
-    _assert_same(RUNS[case](linen_nn), RUNS[case](flax_nn))
+    assert_same_bits(RUNS[case](linen_nn), RUNS[case](flax_nn))
 
 
 def test_name_annotated_otherwise_is_still_reserved():
@@ -418,5 +413,5 @@ def test_functional_value_and_grad_of_a_vector_differentiates_its_sum_as_flax():
     x = jnp.arange(3.0)
     ours = linen_init(model(linen_lift))(KEY, x)
     theirs = flax_init(model(flax_lift))(KEY, x)
-    _assert_same(ours[0], theirs[0])
+    assert_same_bits(ours[0], theirs[0])
     np.testing.assert_array_equal(np.asarray(ours[0][1][0]), 2.0 * np.arange(3.0))

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import linen.nn as linen_nn
+from integration_tests.oracle import assert_same_bits
 from linen.layers import partitioning as linen_partitioning
 
 pytestmark = [pytest.mark.flax, pytest.mark.usefixtures('shared_compilations')]
@@ -28,12 +29,6 @@ X = jnp.linspace(-1.0, 1.0, 8).reshape(2, 4)
 def _np(tree):
     tree = flax.core.unfreeze(tree) if hasattr(tree, 'unfreeze') else tree
     return jax.tree_util.tree_map(np.asarray, tree)
-
-
-def _assert_same(a, b):
-    assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
-    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
 # ------------------------------------------------------- broadcast Python arguments
@@ -88,7 +83,7 @@ def test_scan_broadcast_bool_reaches_dropout_as_python_bool(deterministic):
         return _np(variables), np.asarray(y), seen
 
     ours, theirs = run(linen_nn), run(flax_nn)
-    _assert_same(ours[:2], theirs[:2])
+    assert_same_bits(ours[:2], theirs[:2])
     # Every run of the body (probe and loop, init and apply) saw the Python bool.
     assert ours[2] and set(ours[2]) == {bool}
     assert set(theirs[2]) == {bool}
@@ -105,7 +100,7 @@ def test_scan_broadcast_int_str_none_bool_stay_python_values():
         return _np(variables), _np(out), seen
 
     ours, theirs = run(linen_nn), run(flax_nn)
-    _assert_same(ours[:2], theirs[:2])
+    assert_same_bits(ours[:2], theirs[:2])
     assert ours[2] and set(ours[2]) == {(int, 'tanh', None, bool)} == set(theirs[2])
 
 
@@ -177,7 +172,7 @@ def test_scan_in_out_markers_apply_as_flax(case):
     ours, theirs = run(linen_nn), run(flax_nn)
     assert ours[0] == theirs[0], (ours, theirs)
     if ours[0] == 'ok':
-        _assert_same(ours[1], theirs[1])
+        assert_same_bits(ours[1], theirs[1])
     else:
         assert ours[1] == theirs[1]
 
@@ -198,7 +193,7 @@ def test_scan_in_out_markers_init_as_flax(case):
     ours, theirs = run(linen_nn), run(flax_nn)
     assert ours[0] == theirs[0], (ours, theirs)
     if ours[0] == 'ok':
-        _assert_same(ours[1], theirs[1])
+        assert_same_bits(ours[1], theirs[1])
     else:
         assert ours[1] == theirs[1]
 
@@ -275,7 +270,7 @@ def test_vmap_in_out_markers_as_flax(case):
     ours, theirs = run(linen_nn), run(flax_nn)
     assert ours[0] == theirs[0], (ours, theirs)
     if ours[0] == 'ok':
-        _assert_same(ours[1], theirs[1])
+        assert_same_bits(ours[1], theirs[1])
     else:
         assert ours[1] == theirs[1]
 
@@ -334,8 +329,8 @@ def test_a_scan_over_zero_steps_as_flax(rule):
         return _np(variables), _np(model.apply(variables, c, xs))
 
     (v_ours, out_ours), (v_theirs, out_theirs) = run(linen_nn), run(flax_nn)
-    _assert_same(v_ours, v_theirs)
-    _assert_same(out_ours, out_theirs)
+    assert_same_bits(v_ours, v_theirs)
+    assert_same_bits(out_ours, out_theirs)
     np.testing.assert_array_equal(out_ours[0], c)  # no step ran: the carry comes back
     assert out_ours[1].shape == xs.shape
     if rule.startswith('stacked'):
@@ -351,8 +346,8 @@ def test_an_rnn_over_zero_time_steps_as_flax():
         return _np(variables), _np(rnn.apply(variables, x))
 
     (v_ours, y_ours), (v_theirs, y_theirs) = run(linen_nn), run(flax_nn)
-    _assert_same(v_ours, v_theirs)
-    _assert_same(y_ours, y_theirs)
+    assert_same_bits(v_ours, v_theirs)
+    assert_same_bits(y_ours, y_theirs)
     assert y_ours.shape == (1, 0, 3)
 
 
@@ -401,7 +396,7 @@ INVARIANT_OUT_AXES = {
 def test_a_loop_invariant_output_as_flax(kind, axes):
     # Computed once before the loop (its rng draw counted there), not stacked per step.
     program = lambda nn: _invariant_output_scan(nn, kind, INVARIANT_OUT_AXES[axes])
-    _assert_same(program(linen_nn), program(flax_nn))
+    assert_same_bits(program(linen_nn), program(flax_nn))
 
 
 @pytest.mark.parametrize('kind', ['carry', 'scanned'])
@@ -440,4 +435,4 @@ def test_gradients_through_a_loop_invariant_output_as_flax():
 
         return _np(jax.jit(jax.grad(loss))(variables))
 
-    _assert_same(program(linen_nn), program(flax_nn))
+    assert_same_bits(program(linen_nn), program(flax_nn))

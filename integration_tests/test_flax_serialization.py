@@ -9,6 +9,7 @@ flax_core = pytest.importorskip('flax.core')
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
+from integration_tests.oracle import assert_same_bits  # noqa: E402
 from linen.core import serialization  # noqa: E402
 from linen.core.frozen_dict import FrozenDict  # noqa: E402
 
@@ -34,30 +35,19 @@ def _tree():
     }
 
 
-def _assert_same_leaves(a, b):
-    la, ta = jax.tree_util.tree_flatten(a)
-    lb, tb = jax.tree_util.tree_flatten(b)
-    assert ta == tb
-    for x, y in zip(la, lb):
-        assert np.asarray(x).dtype == np.asarray(y).dtype
-        assert np.asarray(x).tobytes() == np.asarray(y).tobytes()
-
-
 def test_identical_bytes():
     assert serialization.to_bytes(_tree()) == flax_serialization.to_bytes(_tree())
 
 
 def test_flax_checkpoint_loads_here():
     data = flax_serialization.to_bytes(_tree())
-    _assert_same_leaves(serialization.from_bytes(_tree(), data), _tree())
-    _assert_same_leaves(
-        serialization.msgpack_restore(data), flax_serialization.msgpack_restore(data)
-    )
+    assert_same_bits(serialization.from_bytes(_tree(), data), _tree())
+    assert_same_bits(serialization.msgpack_restore(data), flax_serialization.msgpack_restore(data))
 
 
 def test_our_checkpoint_loads_in_flax():
     data = serialization.to_bytes(_tree())
-    _assert_same_leaves(flax_serialization.from_bytes(_tree(), data), _tree())
+    assert_same_bits(flax_serialization.from_bytes(_tree(), data), _tree())
 
 
 def test_frozen_dicts_give_identical_bytes():
@@ -72,8 +62,8 @@ def test_chunked_arrays_are_compatible(monkeypatch):
     tree = {'w': np.arange(30, dtype=np.float32).reshape(5, 6), 'b': np.ones(2, np.float32)}
     ours, theirs = serialization.to_bytes(tree), flax_serialization.to_bytes(tree)
     assert ours == theirs
-    _assert_same_leaves(serialization.msgpack_restore(theirs), tree)
-    _assert_same_leaves(flax_serialization.msgpack_restore(ours), tree)
+    assert_same_bits(serialization.msgpack_restore(theirs), tree)
+    assert_same_bits(flax_serialization.msgpack_restore(ours), tree)
 
 
 def test_flax_raw_prng_key_restores_into_typed_key_target():
@@ -99,13 +89,13 @@ def test_a_mismatched_leaf_restores_as_stored_as_in_flax(case):
     target, stored = MISMATCHES[case]
     data = flax_serialization.to_bytes(stored)
     theirs = flax_serialization.from_bytes(target, data)
-    _assert_same_leaves(serialization.from_bytes(target, data), theirs)
+    assert_same_bits(serialization.from_bytes(target, data), theirs)
     state = flax_serialization.msgpack_restore(data)
-    _assert_same_leaves(
+    assert_same_bits(
         serialization.from_state_dict(target, state),
         flax_serialization.from_state_dict(target, state),
     )
-    _assert_same_leaves(theirs, stored)  # the oracle's own reading: what was stored
+    assert_same_bits(theirs, stored)  # the oracle's own reading: what was stored
 
 
 @pytest.mark.parametrize('case', list(MISMATCHES))

@@ -29,6 +29,7 @@ pytestmark = [pytest.mark.flax, pytest.mark.usefixtures('shared_compilations')]
 import flax.linen as flax_nn  # noqa: E402
 
 import linen.nn as linen_nn  # noqa: E402
+from integration_tests.oracle import assert_same_bits  # noqa: E402
 from linen.transforms import linen_reuse_traces  # noqa: E402
 
 
@@ -104,22 +105,13 @@ def _flax_run(jit: bool):
     return _run(flax_nn, jit)
 
 
-def _assert_same_bits(ours, theirs):
-    leaves, tree = jax.tree_util.tree_flatten(ours)
-    flax_leaves, flax_tree = jax.tree_util.tree_flatten(theirs)
-    assert tree == flax_tree
-    for a, b in zip(leaves, flax_leaves):
-        assert (a.dtype, a.shape) == (b.dtype, b.shape)
-        assert a.tobytes() == b.tobytes()
-
-
 @pytest.mark.parametrize('reuse', [False, True], ids=['reuse-off', 'reuse-on'])
 @pytest.mark.parametrize('jit', [False, True], ids=['eager', 'jit'])
 def test_no_trace_outlives_its_call(jit, reuse):
     # Flax's run raises if Flax leaked (then the program would prove nothing).
     theirs = _flax_run(jit)
     with linen_reuse_traces(reuse):
-        _assert_same_bits(_run(linen_nn, jit), theirs)
+        assert_same_bits(_run(linen_nn, jit), theirs)
 
 
 @pytest.mark.parametrize('jit', [False, True], ids=['eager', 'jit'])
@@ -129,7 +121,7 @@ def test_no_trace_outlives_a_lifted_jit(jit):
     _run(flax_nn, jit, jitted=True)
     ours, theirs = _run(linen_nn, jit, jitted=True), _flax_run(jit)
     if jit:
-        _assert_same_bits(ours, theirs)
+        assert_same_bits(ours, theirs)
         return
     # Eagerly, a compiled block may round differently from Flax's op-by-op one.
     assert jax.tree_util.tree_structure(ours) == jax.tree_util.tree_structure(theirs)
@@ -154,4 +146,4 @@ def _lazy_variables(nn):
 
 
 def test_lazy_init_keeps_no_tracer():
-    _assert_same_bits(_lazy_variables(linen_nn), _lazy_variables(flax_nn))
+    assert_same_bits(_lazy_variables(linen_nn), _lazy_variables(flax_nn))
