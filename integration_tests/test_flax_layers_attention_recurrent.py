@@ -451,3 +451,24 @@ def test_rnn_of_a_bfloat16_cell_as_flax(cell):
     their_carry, their_ys = theirs.apply(variables, xs, initial_carry=start)
     assert carry.dtype == jnp.float32
     assert_same_bits((carry.astype(jnp.bfloat16), ys), (their_carry, their_ys))
+
+
+@pytest.mark.parametrize('depth', [2, 3, 4])
+@pytest.mark.parametrize('jit', [False, True], ids=['eager', 'jit'])
+def test_attention_in_64_bit_mode_as_flax(depth, jit):
+    # The queries' scale sqrt(depth) is taken in JAX's default float type, float64 in
+    # 64-bit mode, as Flax's jnp.sqrt takes it: eagerly linen computes it on the host,
+    # which took it in float32 (1e-8 off Flax's for an inexact root, fuzz run x64b).
+    def run(nn):
+        mha = nn.MultiHeadDotProductAttention(num_heads=2, qkv_features=2 * depth)
+        q, kv = _normal(0, (2, 5, 3), jnp.float64), _normal(1, (2, 4, 3), jnp.float64)
+        variables = mha.init(KEYS[2], q, kv)
+        apply = jax.jit(mha.apply) if jit else mha.apply
+        heads = [_normal(3 + i, (2, 5, 2, depth), jnp.float64) for i in range(3)]
+        attention = jax.jit(nn.dot_product_attention) if jit else nn.dot_product_attention
+        return variables, apply(variables, q, kv), attention(*heads)
+
+    with jax.enable_x64(True):
+        ours, theirs = run(ll), run(fnn)
+    assert ours[1].dtype == jnp.float64
+    assert_same_bits(ours, theirs)

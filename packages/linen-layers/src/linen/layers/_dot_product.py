@@ -147,16 +147,17 @@ _staged_root = staged(_root, static_argnums=(0, 1))
 
 
 def _depth_scale(query, dtype):
-    """``sqrt(depth)`` in ``dtype``: the square root taken in float32, then cast.
+    """``sqrt(depth)`` in ``dtype``: the square root taken in JAX's default float type
+    (float32; float64 in 64-bit mode), as ``jnp.sqrt(depth)`` takes it, then cast.
 
     Traced, the root is an operation of the program, as in Flax's (XLA folds it; a
     constant in its place is another program, which XLA may round otherwise). Eagerly
-    the host computes the same float32 root, without a device operation.
+    the host computes the same root, without a device operation.
     """
     depth = shape_of(query)[-1]
     if isinstance(query, _Tracer):
         return _staged_root(depth, dtype)
-    return np.sqrt(np.float32(depth)).astype(dtype)
+    return np.sqrt(np.asarray(depth, jax.dtypes.canonicalize_dtype(np.float64))).astype(dtype)
 
 
 def _weights_body(query, key, bias, mask, dtype, precision, force_fp32_for_softmax):
