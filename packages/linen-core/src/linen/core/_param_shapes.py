@@ -26,16 +26,21 @@ _SHAPE_CACHE: dict[Any, Any] = {}
 _SHAPE_CACHE_LIMIT = 8192
 # initializer -> {arguments: shapes}, for initializers a process-wide key must not hold.
 _BY_OBJECT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_ABSTRACT_KEY: list[Any] = []
+# default PRNG implementation -> the abstract key the initializers are traced with
+_ABSTRACT_KEYS: dict[str, Any] = {}
 
 
 def _abstract_key():
-    if not _ABSTRACT_KEY:
-        # Made outside any trace, so no key creation is staged into the caller's jaxpr.
-        with jax.ensure_compile_time_eval():
-            dtype = jax.random.key(0).dtype
-        _ABSTRACT_KEY.append(jax.ShapeDtypeStruct((), dtype))
-    return _ABSTRACT_KEY[0]
+    impl = jax.config.jax_default_prng_impl
+    try:
+        return _ABSTRACT_KEYS[impl]
+    except KeyError:
+        # Traced from an abstract seed, never made: nothing is staged into the caller's
+        # jaxpr, and no seed goes to the device (a transfer guard refuses that), even
+        # where compile-time evaluation is on.
+        seed = jax.ShapeDtypeStruct((), np.int32)
+        key = _ABSTRACT_KEYS[impl] = jax.eval_shape(jax.random.key, seed)
+        return key
 
 
 class _Same:
@@ -108,10 +113,10 @@ def _init_shapes(init_fn: Callable, init_args: tuple, init_kwargs: dict) -> tupl
             except TypeError:  # not weakly referable
                 weak = None
     if shapes is None:
-        with jax.ensure_compile_time_eval():
-            abstract = jax.eval_shape(
-                lambda k: init_fn(k, *init_args, **init_kwargs), _abstract_key()
-            )
+        # Traced in eval_shape's own trace (nothing is staged into the caller's), its
+        # constants too: evaluated, they would be device operations and transfers (a
+        # transfer guard refuses those).
+        abstract = jax.eval_shape(lambda k: init_fn(k, *init_args, **init_kwargs), _abstract_key())
         leaves = [tuple(np.shape(leaf)) for leaf in jax.tree_util.tree_leaves(abstract)]
         shapes = (leaves[0] if len(leaves) == 1 else None, leaves)
     if cache_key is not None:
