@@ -2,17 +2,21 @@
 
 A reproducer is a Python file holding the shrunk program's source (``SOURCE``, with
 ``import flax.linen as nn``; linen runs it with that line swapped), the stage and
-kind of the difference it shows (``STAGE``, ``KIND``) and its class (``CLASS``).
-Run as a script it prints every difference and exits 1 while the one it was
+kind of the difference it shows (``STAGE``, ``KIND``) and its class (``CLASS``); one
+found in JAX's 64-bit mode also says ``X64 = True`` and is run in that mode (the
+suite runs in JAX's default one). Run as a script it prints every difference and exits 1 while the one it was
 written for remains. A hand-written reproducer may define ``check()`` instead,
 returning the differences it finds as strings.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import runpy
 from pathlib import Path
+
+import jax
 
 from integration_tests.fuzz.compare import Difference
 
@@ -34,12 +38,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 CLASS = {klass!r}
 STAGE = {stage!r}
 KIND = {kind!r}
-SOURCE = {source}
+{x64}SOURCE = {source}
 
 if __name__ == '__main__':
     from integration_tests.fuzz.reproduce import main
 
-    sys.exit(main(SOURCE, STAGE, KIND))
+    sys.exit(main(SOURCE, STAGE, KIND{x64_arg}))
 '''
 
 
@@ -56,6 +60,7 @@ def write_reproducer(klass: str, diff: Difference, source: str, seed: str, out: 
     while (out / f'{stem}_{n}.py').exists():
         n += 1
     path = out / f'{stem}_{n}.py'
+    x64 = bool(jax.config.jax_enable_x64)
     try:
         relpath = path.relative_to(Path.cwd())
     except ValueError:
@@ -70,6 +75,8 @@ def write_reproducer(klass: str, diff: Difference, source: str, seed: str, out: 
             seed=seed,
             relpath=relpath,
             klass=klass,
+            x64='X64 = True\n' if x64 else '',
+            x64_arg=', x64=X64' if x64 else '',
             source=_triple_quoted(source),
         )  # fmt: skip
     )
@@ -81,16 +88,21 @@ def load(path: Path) -> dict:
     return runpy.run_path(str(path), run_name='fuzz_reproducer')
 
 
+def _differences(source: str, stages: tuple[str, ...] | None, x64: bool) -> list[Difference]:
+    from integration_tests.fuzz.runner import differences
+
+    with jax.enable_x64(True) if x64 else contextlib.nullcontext():
+        return differences(source, stages)
+
+
 def remaining(namespace: dict) -> list[str]:
     """The differences the reproducer was written for that still show."""
     if 'check' in namespace:
         return list(namespace['check']())
-    from integration_tests.fuzz.runner import differences
-
     stage, kind = namespace['STAGE'], namespace['KIND']
     return [
         str(d)
-        for d in differences(namespace['SOURCE'], (stage,))
+        for d in _differences(namespace['SOURCE'], (stage,), namespace.get('X64', False))
         if (d.stage, d.kind) == (stage, kind)
     ]
 
@@ -104,10 +116,8 @@ def existing_classes(folder: Path = REPRODUCERS) -> set[str]:
     return found
 
 
-def main(source: str, stage: str, kind: str) -> int:
-    from integration_tests.fuzz.runner import differences
-
-    diffs = differences(source)
+def main(source: str, stage: str, kind: str, x64: bool = False) -> int:
+    diffs = _differences(source, None, x64)
     for d in diffs:
         print(d)
     if not diffs:

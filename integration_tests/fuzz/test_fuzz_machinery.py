@@ -205,6 +205,23 @@ def test_a_written_reproducer_holds_the_program_as_ruff_formats_it(tmp_path):
     assert load(path)['SOURCE'] == source
 
 
+def test_a_reproducer_written_in_64_bit_mode_runs_in_it(tmp_path):
+    from integration_tests.fuzz.reproduce import load, remaining, write_reproducer
+
+    source = 'import jax.numpy as jnp\nX = jnp.zeros(2)\n'
+    (diff,) = compare_outcomes(
+        'init', Outcome(canonical({'w': jnp.ones(3)})), Outcome(canonical({'w': jnp.zeros(3)}))
+    )
+    plain = load(write_reproducer('init/values/x', diff, source, 'seed t', tmp_path))
+    with jax.enable_x64(True):
+        wide = load(write_reproducer('init/values/x', diff, source, 'seed t', tmp_path))
+    assert 'X64' not in plain and wide['X64'] is True
+    # D3's reproducer shows its difference only in that mode.
+    seven = load(Path(__file__).parent / 'reproducers' / 'init_raises_7.py')
+    assert remaining(seven)
+    assert not remaining({**seven, 'X64': False})
+
+
 def test_dict_field_children_under_a_vmap_run_alike_in_flax_and_linen():
     """A container's ``fdict`` children sit in one dict field, which Module assignment
     freezes (in Flax and linen alike); under a lifted transform the grammar found F28."""

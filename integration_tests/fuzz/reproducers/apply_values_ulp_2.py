@@ -7,7 +7,7 @@ Found by `python -m integration_tests.fuzz` under `JAX_ENABLE_X64=1` (seed x64b,
 program 462), shrunk: attention over float64 inputs (a float64 parameter made by
 `nn.initializers.normal` in 64-bit mode) with a head depth of 2, whose square root is
 inexact. linen's eager path scaled the queries by a float32 root, Flax by a float64 one
-(fixed: F29). `check` runs the program in that mode (the suite runs in JAX's default one).
+(fixed: F29). `X64 = True` runs it in that mode (the suite runs in JAX's default one).
 `python integration_tests/fuzz/reproducers/apply_values_ulp_2.py` prints the differences
 between Flax and linen and exits 1 while this one remains.
 """
@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 CLASS = 'apply/values-ulp/container.compact+custom.compact+custom.param+layer.CrossKV'
 STAGE = 'apply'
 KIND = 'values-ulp'
+X64 = True
 SOURCE = """\
 # A generated Linen program (integration_tests/fuzz, seed x64b, program 462).
 import jax
@@ -60,17 +61,7 @@ def make_model():
 """
 
 
-def check() -> list[str]:
-    import jax
-
-    from integration_tests.fuzz.runner import differences
-
-    with jax.enable_x64(True):
-        found = differences(SOURCE, (STAGE,))
-    return [str(d) for d in found if (d.stage, d.kind) == (STAGE, KIND)]
-
-
 if __name__ == '__main__':
-    found = check()
-    print('\n'.join(found) or 'no difference between Flax and linen')
-    sys.exit(1 if found else 0)
+    from integration_tests.fuzz.reproduce import main
+
+    sys.exit(main(SOURCE, STAGE, KIND, x64=X64))

@@ -8,7 +8,7 @@ First seen:
 Found by `python -m integration_tests.fuzz` under `JAX_ENABLE_X64=1` (seed x64a,
 program 46), shrunk. In 64-bit mode `nn.initializers.normal` makes a float64 parameter,
 so the input of the `nn.RNN` is float64 while the carry Flax builds is float32.
-`check` runs the program in that mode (the suite runs in JAX's default one).
+`X64 = True` runs it in that mode (the suite runs in JAX's default one).
 `python integration_tests/fuzz/reproducers/init_raises_7.py` prints the differences
 between Flax and linen and exits 1 while this one remains.
 """
@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 CLASS = 'init/raises/container.compact+custom.compact+custom.param+layer.GRU'
 STAGE = 'init'
 KIND = 'raises'
+X64 = True
 SOURCE = """\
 # A generated Linen program (integration_tests/fuzz, seed x64a, program 46).
 import jax
@@ -52,17 +53,7 @@ def make_model():
 """
 
 
-def check() -> list[str]:
-    import jax
-
-    from integration_tests.fuzz.runner import differences
-
-    with jax.enable_x64(True):
-        found = differences(SOURCE, (STAGE,))
-    return [str(d) for d in found if (d.stage, d.kind) == (STAGE, KIND)]
-
-
 if __name__ == '__main__':
-    found = check()
-    print('\n'.join(found) or 'no difference between Flax and linen')
-    sys.exit(1 if found else 0)
+    from integration_tests.fuzz.reproduce import main
+
+    sys.exit(main(SOURCE, STAGE, KIND, x64=X64))
