@@ -153,3 +153,50 @@ def test_a_user_naming_rule_keeps_one_compiled_function_per_instance():
         _bus.unregister(name)
     assert len(TRACES) == 2
     assert costs['TOWER/JITBLOCK_1/PROJ'].flops == 2 * 2 * 4 * 4
+
+
+class _Payload:
+    pass
+
+
+def _renamed(name, payload):
+    """A function made per call, closing over ``payload``, renamed to ``name``."""
+
+    def forward(dense, y):
+        assert payload is not None
+        return dense(y) * 2.0
+
+    forward.__name__ = name
+    return forward
+
+
+def test_functions_made_per_call_get_their_own_labels_and_are_not_kept():
+    # A lifted transform of a function runs it as a method of the module it is given:
+    # the label is '<instance>.<function name>', as in Flax. Made per call, such a
+    # function (one code object here, two names) must get its own name's label, and
+    # nothing may keep it, or what it closes over, once the call is over.
+    import gc
+    import weakref
+
+    payload = _Payload()
+    alive = weakref.ref(payload)
+
+    class Model(lm.Module):
+        @lm.compact
+        def __call__(self, x):
+            dense = Proj(3)
+            for name in ('encode', 'decode'):
+                x = lt.map_variables(
+                    _renamed(name, payload), 'params', init=self.is_initializing()
+                )(dense, x)
+            return x
+
+    x = jnp.ones((2, 3))
+    variables = Model().init(jax.random.key(0), x)
+    with override_named_call(True):
+        text = jax.jit(Model().apply).lower(variables, x).as_text(debug_info=True)
+    assert 'jit(apply)/Model/Proj_0.encode/mul' in text
+    assert 'jit(apply)/Model/Proj_0.decode/mul' in text
+    del payload
+    gc.collect()
+    assert alive() is None

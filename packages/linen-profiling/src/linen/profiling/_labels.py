@@ -138,8 +138,10 @@ def _labelled(name: str, next_fn, args: tuple, kwargs: dict[str, Any]) -> Any:
         _stack.reset(token)
 
 
-# (class, instance name, method name, method) -> label, or None for a @named_call
-# method (it labels itself): the default rule reads nothing else of the instance.
+# (class, instance name, method name, method key) -> label, or None for a
+# @named_call method (it labels itself): the default rule reads nothing else of the
+# instance. The method key is _naming.method_key's (code and name for a function),
+# written inline below.
 _default_labels: dict[tuple, str | None] = {}
 
 
@@ -155,7 +157,10 @@ def label_method_call(next_fn, args: tuple, kwargs: dict[str, Any], context) -> 
     # label, and _labelled's body inline (no helper frames).
     module = context.module
     method = context.method
-    key = (type(module), module.name, context.method_name, method)
+    try:
+        key = (type(module), module.name, context.method_name, method.__code__, method.__name__)
+    except AttributeError:
+        key = (type(module), module.name, context.method_name, method)
     try:
         name = _default_labels[key]
     except KeyError:

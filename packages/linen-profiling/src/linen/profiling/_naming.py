@@ -21,6 +21,7 @@ __all__ = [
     'derive_profiling_name',
     'linen_profiling_name',
     'method_function_name',
+    'method_key',
     'only_default_rule',
 ]
 
@@ -66,11 +67,32 @@ def linen_profiling_name(module, method_name, method):
     return default_profiling_name(module, method_name, method)
 
 
-# (type, instance name, method name, method) -> label, for the default rule only:
-# it reads nothing else of the instance, so the key determines the label. A
+# (type, instance name, method name, method key) -> label, for the default rule
+# only: it reads nothing else of the instance, so the key determines the label. A
 # user's rule may read anything (``module.path``, a field), so while one is
 # installed nothing is cached.
 _cache: dict[tuple, str] = {}
+
+
+def method_key(method: Any) -> Any:
+    """What the default label reads of ``method``, as a cache key.
+
+    A function or bound method is keyed by its code object and name, never by the
+    object itself: a method made per call (the closure a lifted transform of a
+    function runs, a ``method=lambda ...`` given to every ``apply``) would otherwise
+    add an entry per call and keep its closure (arrays, or tracers past their
+    trace) alive. The code also tells ``@named_call``'s wrapper apart. Anything
+    else (a ``functools.partial``) is keyed by itself.
+
+    >>> def per_call():
+    ...     return lambda module, x: x
+    >>> method_key(per_call()) == method_key(per_call())
+    True
+    """
+    try:
+        return method.__code__, method.__name__
+    except AttributeError:
+        return method
 
 
 def only_default_rule() -> bool:
@@ -91,7 +113,7 @@ def only_default_rule() -> bool:
 
 def cached_profiling_name(module: Any, method_name: str | None, method: Any) -> str:
     """The default rule's label, cached; only valid while :func:`only_default_rule`."""
-    key = (type(module), getattr(module, 'name', None), method_name, method)
+    key = (type(module), getattr(module, 'name', None), method_name, method_key(method))
     try:
         return _cache[key]
     except KeyError:
