@@ -164,9 +164,7 @@ def _wrapped_run(nn, jit: bool):
             def forward(dense, y):
                 return dense(y) + shift
 
-            mapped = nn.map_variables(
-                forward, 'params', lambda v: v, init=self.is_initializing()
-            )
+            mapped = nn.map_variables(forward, 'params', lambda v: v, init=self.is_initializing())
             return mapped(nn.Dense(4), x)
 
     model = Wrapped()
@@ -176,9 +174,7 @@ def _wrapped_run(nn, jit: bool):
 
     def apply(variables, x):
         scale = jnp.max(x)
-        return model.apply(
-            variables, x, method=lambda m, x: m(x) * scale, mutable=['batch_stats']
-        )
+        return model.apply(variables, x, method=lambda m, x: m(x) * scale, mutable=['batch_stats'])
 
     if jit:
         init, apply = jax.jit(init), jax.jit(apply)

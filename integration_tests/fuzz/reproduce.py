@@ -3,9 +3,10 @@
 A reproducer is a Python file holding the shrunk program's source (``SOURCE``, with
 ``import flax.linen as nn``; linen runs it with that line swapped), the stage and
 kind of the difference it shows (``STAGE``, ``KIND``) and its class (``CLASS``); one
-found in JAX's 64-bit mode also says ``X64 = True`` and is run in that mode (the
-suite runs in JAX's default one). Run as a script it prints every difference and exits 1 while the one it was
-written for remains. A hand-written reproducer may define ``check()`` instead,
+found under JAX settings other than the defaults (64-bit mode, the key reuse
+checker, ...) also holds them (``SETTINGS = {'jax_enable_x64': True}``) and is run
+under them, where the suite runs under JAX's defaults. Run as a script it prints
+every difference and exits 1 while the one it was written for remains. A hand-written reproducer may define ``check()`` instead,
 returning the differences it finds as strings.
 """
 
@@ -15,6 +16,7 @@ import contextlib
 import re
 import runpy
 from pathlib import Path
+from typing import Any
 
 import jax
 
@@ -38,12 +40,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 CLASS = {klass!r}
 STAGE = {stage!r}
 KIND = {kind!r}
-{x64}SOURCE = {source}
+{settings}SOURCE = {source}
 
 if __name__ == '__main__':
     from integration_tests.fuzz.reproduce import main
 
-    sys.exit(main(SOURCE, STAGE, KIND{x64_arg}))
+    sys.exit(main(SOURCE, STAGE, KIND{settings_arg}))
 '''
 
 
@@ -60,7 +62,7 @@ def write_reproducer(klass: str, diff: Difference, source: str, seed: str, out: 
     while (out / f'{stem}_{n}.py').exists():
         n += 1
     path = out / f'{stem}_{n}.py'
-    x64 = bool(jax.config.jax_enable_x64)
+    settings = current_settings()
     try:
         relpath = path.relative_to(Path.cwd())
     except ValueError:
@@ -75,8 +77,8 @@ def write_reproducer(klass: str, diff: Difference, source: str, seed: str, out: 
             seed=seed,
             relpath=relpath,
             klass=klass,
-            x64='X64 = True\n' if x64 else '',
-            x64_arg=', x64=X64' if x64 else '',
+            settings=f'SETTINGS = {settings!r}\n' if settings else '',
+            settings_arg=', settings=SETTINGS' if settings else '',
             source=_triple_quoted(source),
         )  # fmt: skip
     )
@@ -88,10 +90,44 @@ def load(path: Path) -> dict:
     return runpy.run_path(str(path), run_name='fuzz_reproducer')
 
 
-def _differences(source: str, stages: tuple[str, ...] | None, x64: bool) -> list[Difference]:
+# The JAX settings a campaign may run under (by JAX's environment variables, see
+# the README), with their defaults, the same at both ends of the supported range.
+DEFAULT_SETTINGS = {
+    'jax_enable_x64': False,
+    'jax_numpy_dtype_promotion': 'standard',
+    'jax_default_prng_impl': 'threefry2x32',
+    'jax_threefry_partitionable': True,
+    'jax_debug_key_reuse': False,
+    'jax_check_tracer_leaks': False,
+    'jax_enable_checks': False,
+}
+
+
+def current_settings() -> dict[str, Any]:
+    """The settings of :data:`DEFAULT_SETTINGS` this process runs with other values of."""
+    now = {name: getattr(jax.config, name) for name in DEFAULT_SETTINGS}
+    return {name: value for name, value in now.items() if value != DEFAULT_SETTINGS[name]}
+
+
+@contextlib.contextmanager
+def jax_settings(settings: dict[str, Any]):
+    """Run under ``settings`` (JAX config names and values), restored after."""
+    old = {name: getattr(jax.config, name) for name in settings}
+    try:
+        for name, value in settings.items():
+            jax.config.update(name, value)
+        yield
+    finally:
+        for name, value in old.items():
+            jax.config.update(name, value)
+
+
+def _differences(
+    source: str, stages: tuple[str, ...] | None, settings: dict[str, Any]
+) -> list[Difference]:
     from integration_tests.fuzz.runner import differences
 
-    with jax.enable_x64(True) if x64 else contextlib.nullcontext():
+    with jax_settings(settings):
         return differences(source, stages)
 
 
@@ -102,7 +138,7 @@ def remaining(namespace: dict) -> list[str]:
     stage, kind = namespace['STAGE'], namespace['KIND']
     return [
         str(d)
-        for d in _differences(namespace['SOURCE'], (stage,), namespace.get('X64', False))
+        for d in _differences(namespace['SOURCE'], (stage,), namespace.get('SETTINGS', {}))
         if (d.stage, d.kind) == (stage, kind)
     ]
 
@@ -116,8 +152,8 @@ def existing_classes(folder: Path = REPRODUCERS) -> set[str]:
     return found
 
 
-def main(source: str, stage: str, kind: str, x64: bool = False) -> int:
-    diffs = _differences(source, None, x64)
+def main(source: str, stage: str, kind: str, settings: dict[str, Any] | None = None) -> int:
+    diffs = _differences(source, None, settings or {})
     for d in diffs:
         print(d)
     if not diffs:
@@ -125,4 +161,14 @@ def main(source: str, stage: str, kind: str, x64: bool = False) -> int:
     return 1 if any((d.stage, d.kind) == (stage, kind) for d in diffs) else 0
 
 
-__all__ = ['REPRODUCERS', 'existing_classes', 'load', 'main', 'remaining', 'write_reproducer']
+__all__ = [
+    'DEFAULT_SETTINGS',
+    'REPRODUCERS',
+    'current_settings',
+    'existing_classes',
+    'jax_settings',
+    'load',
+    'main',
+    'remaining',
+    'write_reproducer',
+]

@@ -215,11 +215,11 @@ def test_a_reproducer_written_in_64_bit_mode_runs_in_it(tmp_path):
     plain = load(write_reproducer('init/values/x', diff, source, 'seed t', tmp_path))
     with jax.enable_x64(True):
         wide = load(write_reproducer('init/values/x', diff, source, 'seed t', tmp_path))
-    assert 'X64' not in plain and wide['X64'] is True
+    assert 'SETTINGS' not in plain and wide['SETTINGS'] == {'jax_enable_x64': True}
     # D3's reproducer shows its difference only in that mode.
     seven = load(Path(__file__).parent / 'reproducers' / 'init_raises_7.py')
     assert remaining(seven)
-    assert not remaining({**seven, 'X64': False})
+    assert not remaining({**seven, 'SETTINGS': {}})
 
 
 def test_dict_field_children_under_a_vmap_run_alike_in_flax_and_linen():

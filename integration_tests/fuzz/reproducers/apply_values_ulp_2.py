@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 CLASS = 'apply/values-ulp/container.compact+custom.compact+custom.param+layer.CrossKV'
 STAGE = 'apply'
 KIND = 'values-ulp'
-X64 = True
+SETTINGS = {'jax_enable_x64': True}
 SOURCE = """\
 # A generated Linen program (integration_tests/fuzz, seed x64b, program 462).
 import jax
@@ -64,4 +64,4 @@ def make_model():
 if __name__ == '__main__':
     from integration_tests.fuzz.reproduce import main
 
-    sys.exit(main(SOURCE, STAGE, KIND, x64=X64))
+    sys.exit(main(SOURCE, STAGE, KIND, settings=SETTINGS))

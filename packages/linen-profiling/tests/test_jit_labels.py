@@ -178,8 +178,8 @@ def test_functions_made_per_call_get_their_own_labels_and_are_not_kept():
     import gc
     import weakref
 
-    payload = _Payload()
-    alive = weakref.ref(payload)
+    held = [_Payload()]  # emptied below: only the per-call functions refer to it then
+    alive = weakref.ref(held[0])
 
     class Model(lm.Module):
         @lm.compact
@@ -187,7 +187,7 @@ def test_functions_made_per_call_get_their_own_labels_and_are_not_kept():
             dense = Proj(3)
             for name in ('encode', 'decode'):
                 x = lt.map_variables(
-                    _renamed(name, payload), 'params', init=self.is_initializing()
+                    _renamed(name, held[0]), 'params', init=self.is_initializing()
                 )(dense, x)
             return x
 
@@ -197,6 +197,6 @@ def test_functions_made_per_call_get_their_own_labels_and_are_not_kept():
         text = jax.jit(Model().apply).lower(variables, x).as_text(debug_info=True)
     assert 'jit(apply)/Model/Proj_0.encode/mul' in text
     assert 'jit(apply)/Model/Proj_0.decode/mul' in text
-    del payload
+    held.clear()
     gc.collect()
     assert alive() is None
