@@ -217,3 +217,84 @@ def test_transfer_guard_in_a_fresh_process_as_flax(tools):
     # (the test above passes in a warm process, where that key was made already).
     result = tools.run_checked([sys.executable, '-c', FRESH_TRANSFER_GUARD])
     assert result.stdout.strip().splitlines()[-1] == 'same'
+
+
+def _split_rng_models(nn):
+    class Cell(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            h = nn.Dropout(0.5, deterministic=False)(nn.Dense(3)(c + x))
+            return h, h
+
+    class Scanned(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            scan = nn.scan(
+                Cell,
+                variable_axes={'params': 0},
+                split_rngs={'params': True, 'dropout': True},
+                in_axes=0,
+            )()
+            # The same lifted instance twice: each call splits the scope's keys.
+            _, ys = scan(jnp.zeros(x.shape[1:], x.dtype), x)
+            _, ys = scan(jnp.zeros(x.shape[1:], x.dtype), ys)
+            return ys
+
+    class Vmapped(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            dense = nn.vmap(
+                nn.Dense,
+                variable_axes={'params': 0},
+                split_rngs={'params': True},
+                in_axes=0,
+            )(3)
+            return dense(dense(x))
+
+    return {'scan': Scanned(), 'vmap': Vmapped()}
+
+
+def _key_reuse_run(nn, model: str, stage: str, jit: bool):
+    """The stage's arrays under JAX's key reuse checker, and whether it left the
+    user's keys consumed (a later split of them refused)."""
+    module = _split_rng_models(nn)[model]
+    x = jnp.asarray(INPUTS['mlp'][:2, :3])
+    keys = {'params': jax.random.key(0), 'dropout': jax.random.key(1)}
+    if stage == 'init':
+        fn = lambda keys: module.init(keys, x)
+    elif stage == 'lazy_init':
+        fn = lambda keys: module.lazy_init(keys, jax.ShapeDtypeStruct(x.shape, x.dtype))
+    else:
+        variables = module.init({'params': jax.random.key(2), 'dropout': jax.random.key(3)}, x)
+        fn = lambda keys: module.apply(variables, x, rngs={'dropout': keys['dropout']})
+    if jit:
+        fn = jax.jit(fn)
+    with _config('jax_debug_key_reuse', True):
+        try:
+            out = fn(keys)
+        except Exception as error:
+            return 'error', type(error)
+        consumed = {}
+        for name, key in keys.items():
+            try:
+                jax.random.split(key)
+                consumed[name] = False
+            except jax.errors.KeyReuseError:
+                consumed[name] = True
+    return 'ok', jax.tree_util.tree_map(np.asarray, out), consumed
+
+
+@pytest.mark.parametrize('jit', [False, True], ids=['eager', 'jit'])
+@pytest.mark.parametrize('stage', ['init', 'lazy_init', 'apply'])
+@pytest.mark.parametrize('model', ['scan', 'vmap'])
+def test_key_reuse_checker_with_lifted_splits(model, stage, jit):
+    # nn.scan and nn.vmap split the scope's keys into per-step (per-lane) keys. As in
+    # Flax, they split a clone, so the checker accepts a second call in the same scope
+    # and leaves the user's keys unconsumed; linen split the keys themselves: a shared
+    # scan called twice, or any lazy_init through a scan, raised KeyReuseError.
+    theirs = _key_reuse_run(flax_nn, model, stage, jit)
+    ours = _key_reuse_run(linen_nn, model, stage, jit)
+    assert theirs[0] == 'ok', theirs
+    assert ours[0] == 'ok', ours
+    assert ours[2] == theirs[2]
+    assert_same_bits(ours[1], theirs[1])

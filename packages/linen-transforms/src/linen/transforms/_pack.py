@@ -205,6 +205,17 @@ def rng_keys(scope: Scope) -> tuple[dict[str, Any], dict[str, Any]]:
     return {n: r.key for n, r in rngs.items()}, dict(rngs)
 
 
+def split_keys(keys: dict[str, Any], n: int) -> dict[str, Any]:
+    """Each key split ``n`` ways, for the ``n`` steps or lanes of a transform.
+
+    The split reads a ``jax.random.clone`` of the key, as Flax's ``scan`` and
+    ``vmap`` do: the scope keeps its key unconsumed for JAX's key reuse checker
+    (``jax_debug_key_reuse``), which would otherwise refuse a second lifted call
+    in the same scope and the user's key after ``init``. Same bits as a plain split.
+    """
+    return {k: jax.random.split(jax.random.clone(v), n) for k, v in keys.items()}
+
+
 def streams(keys: dict[str, Any], templates: dict[str, Any]) -> dict[str, Any]:
     """Streams like ``templates`` (same path, same derivation) around ``keys``."""
     return {n: templates[n].with_key(k) for n, k in keys.items()}

@@ -373,7 +373,7 @@ class _Scan:
         with ``invariant_axes`` (the ``out_axes``), the outputs they mark
         ``nn.broadcast`` are left out of the loop's (``None`` in ``ys``).
         """
-        step_keys = tuple({k: jax.random.split(v, n) for k, v in sp.items()} for sp in ins.split)
+        step_keys = tuple(_pack.split_keys(sp, n) for sp in ins.split)
         scanned_xs = tuple(
             None if ax is broadcast else _moveaxis_in(x, ax) for x, ax in zip(xs, in_spec)
         )

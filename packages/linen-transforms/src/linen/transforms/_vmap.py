@@ -126,7 +126,7 @@ def vmap(
             if len(sizes) != 1:
                 raise TransformAxisSizeError('vmap', sizes if sizes else None)
             (size,) = sizes
-        all_split = [{k: jax.random.split(v, size) for k, v in sp.items()} for sp in all_split]
+        all_split = [_pack.split_keys(sp, size) for sp in all_split]
 
         def inner(groups_per_scope, split_per_scope, args):
             inner_scopes, mutated = [], []
