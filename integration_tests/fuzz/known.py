@@ -153,6 +153,19 @@ KNOWN: tuple[KnownFinding, ...] = (
         flax_says='carry input and carry output must have equal types',
     ),
     KnownFinding(
+        'D4',
+        "under JAX's key reuse checker, Flax raises KeyReuseError for an nn.cond or "
+        'nn.switch under nn.vmap (the batched condition runs both branches, each using the '
+        "scope's keys in Flax); linen runs branches that draw no key "
+        '(docs/differences.md, "Accepted by linen, refused by Flax")',
+        None,
+        ('raises',),
+        frozenset({'lift.vmap'}),
+        ('init_raises_9',),
+        any_of=frozenset({'lift.cond', 'lift.switch'}),
+        flax_says='KeyReuseError',
+    ),
+    KnownFinding(
         'D1',
         'nn.jit keeps the parameters a key gives (docs/differences.md, "nn.jit keeps the '
         'parameters a key gives"); Flax changes them',
