@@ -184,6 +184,37 @@ def test_lazy_init_of_a_branch_chosen_by_an_abstract_input_is_flax_rule(make):
     assert_same_variables(make(linen_nn).lazy_init(key, sds), flax_rule(make(flax_nn), key, sds))
 
 
+def unlike_branches_model(nn):
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            # The branches make different variables under one name: lax.cond refuses
+            # that wherever it traces both (init, eval_shape, a traced lazy_init).
+            return nn.cond(
+                jnp.sum(x) > 0,
+                lambda mdl, x: nn.Dense(2, name='branch')(x),
+                lambda mdl, x: -nn.Embed(3, 2, name='branch')(jnp.argmax(x)),
+                self,
+                x,
+            )
+
+    return Net()
+
+
+def test_lazy_init_under_disable_jit_runs_the_branch_zeros_choose():
+    # Under jax.disable_jit, a cond on a concrete predicate runs one branch. Flax
+    # 0.12.9+'s lazy_init evaluates the model on zeros, so there it returns the branch
+    # zeros choose; linen's traced first attempt met lax.cond's structure check (a
+    # TypeError) and raised.
+    sds = jax.ShapeDtypeStruct((3,), jnp.float32)
+    key = jax.random.key(0)
+    with jax.disable_jit():
+        ours = unlike_branches_model(linen_nn).lazy_init(key, sds)
+        theirs = unlike_branches_model(flax_nn).init(key, jnp.zeros(sds.shape, sds.dtype))
+    assert set(ours['params']['branch']) == {'embedding'}
+    assert_same_variables(ours, flax_nn.meta.unbox(theirs))
+
+
 def sown_model(nn):
     class Net(nn.Module):
         @nn.compact

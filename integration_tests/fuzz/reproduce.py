@@ -100,6 +100,7 @@ DEFAULT_SETTINGS = {
     'jax_debug_key_reuse': False,
     'jax_check_tracer_leaks': False,
     'jax_enable_checks': False,
+    'jax_disable_jit': False,
 }
 
 

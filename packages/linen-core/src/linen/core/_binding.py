@@ -13,6 +13,8 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import jax
+
 from linen.core._filters import Filter, in_filter
 from linen.core._lazy_init import NEEDS_VALUES, any_abstract, partial_init, zeros_for_abstract
 from linen.core._rng import RngStream, check_rngs
@@ -87,7 +89,8 @@ def lazy_init(fn: Callable, mutable: Filter = True, flags: Mapping[str, Any] | N
     Python code reads one (``if x.sum() > 0``), ``fn`` runs again as ``init`` on the
     zeros, so its Python side effects happen twice; with the flag
     ``linen_strict_lazy_init`` it raises :class:`~linen.core.errors.LazyInitError`
-    (or JAX's error for the read) instead, as Flax 0.12.8 did.
+    (or JAX's error for the read) instead, as Flax 0.12.8 did. Under
+    ``jax.disable_jit`` it always runs as ``init`` on the zeros, as Flax's does.
     Its scopes carry the flag ``lazy_init`` (``scope.flags['lazy_init'] is True``):
     the initializers run op by op, and a transform that would compile part of the
     function (trace reuse) leaves it alone, as it would round differently.
@@ -98,12 +101,15 @@ def lazy_init(fn: Callable, mutable: Filter = True, flags: Mapping[str, Any] | N
         def variables(rngs, *args, **kwargs):
             return init(fn, mutable=mutable, flags=flags)(rngs, *args, **kwargs)[1]
 
-        try:
-            return partial_init(variables, rngs, *args, **kwargs)
-        except NEEDS_VALUES:
-            # (without an abstract argument, a second run would meet the same error)
-            if config.linen_strict_lazy_init or not any_abstract((rngs, args, kwargs)):
-                raise
+        # Under jax.disable_jit everything runs op by op anyway: straight to the zeros
+        # (Flax's definition), where an nn.cond on a concrete predicate runs one branch.
+        if config.linen_strict_lazy_init or not jax.config.jax_disable_jit:
+            try:
+                return partial_init(variables, rngs, *args, **kwargs)
+            except NEEDS_VALUES:
+                # (without an abstract argument, a second run would meet the same error)
+                if config.linen_strict_lazy_init or not any_abstract((rngs, args, kwargs)):
+                    raise
         # (outside the handler: an error of the second run is not chained to the first)
         (rngs, *args), kwargs = zeros_for_abstract(((rngs, *args), kwargs))
         return variables(rngs, *args, **kwargs)
