@@ -6,8 +6,9 @@ kind of the difference it shows (``STAGE``, ``KIND``) and its class (``CLASS``);
 found under JAX settings other than the defaults (64-bit mode, the key reuse
 checker, ...) also holds them (``SETTINGS = {'jax_enable_x64': True}``) and is run
 under them, where the suite runs under JAX's defaults. Run as a script it prints
-every difference and exits 1 while the one it was written for remains. A hand-written reproducer may define ``check()`` instead,
-returning the differences it finds as strings.
+every difference and exits 1 while the one it was written for remains. A
+hand-written reproducer may define ``check()`` instead, returning the differences it
+finds as strings.
 """
 
 from __future__ import annotations
