@@ -1,4 +1,5 @@
-"""The comparison the Flax-oracle tests share: linen's result is Flax's, bit for bit.
+"""What the Flax-oracle tests share: linen's result is Flax's, bit for bit, under the
+JAX settings a test (or a fuzz reproducer) chooses.
 
 Test modules import it as ``integration_tests.oracle`` (``conftest.py`` puts the
 repository root on ``sys.path``).
@@ -6,8 +7,24 @@ repository root on ``sys.path``).
 
 from __future__ import annotations
 
+import contextlib
+from typing import Any
+
 import jax
 import numpy as np
+
+
+@contextlib.contextmanager
+def jax_settings(settings: dict[str, Any]):
+    """Run under ``settings`` (JAX config names and values), restored after."""
+    old = {name: getattr(jax.config, name) for name in settings}
+    try:
+        for name, value in settings.items():
+            jax.config.update(name, value)
+        yield
+    finally:
+        for name, value in old.items():
+            jax.config.update(name, value)
 
 
 def assert_same_bits(ours, theirs) -> None:

@@ -17,7 +17,6 @@ moment, so nothing cached by its shape alone may serve the other implementation.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 
 import jax
@@ -31,7 +30,7 @@ pytestmark = [pytest.mark.flax, pytest.mark.usefixtures('shared_compilations')]
 import flax.linen as flax_nn  # noqa: E402
 
 import linen.nn as linen_nn  # noqa: E402
-from integration_tests.oracle import assert_same_bits  # noqa: E402
+from integration_tests.oracle import assert_same_bits, jax_settings  # noqa: E402
 
 
 def _models(nn):
@@ -113,16 +112,6 @@ def _outcome(nn, model, setting, jit, raw_key=False):
             return 'error', type(error)
 
 
-@contextlib.contextmanager
-def _config(name, value):
-    old = getattr(jax.config, name)
-    jax.config.update(name, value)
-    try:
-        yield
-    finally:
-        jax.config.update(name, old)
-
-
 SETTINGS = {
     'strict dtype promotion': lambda: jax.numpy_dtype_promotion('strict'),
     'debug_nans': lambda: jax.debug_nans(True),
@@ -131,11 +120,11 @@ SETTINGS = {
     'disable_jit': jax.disable_jit,
     'matmul precision highest': lambda: jax.default_matmul_precision('highest'),
     'matmul precision bfloat16': lambda: jax.default_matmul_precision('bfloat16'),
-    'x64': lambda: _config('jax_enable_x64', True),
-    'enable_checks': lambda: _config('jax_enable_checks', True),
-    'key reuse checks': lambda: _config('jax_debug_key_reuse', True),
-    'threefry partitionable flipped': lambda: _config(
-        'jax_threefry_partitionable', not jax.config.jax_threefry_partitionable
+    'x64': lambda: jax_settings({'jax_enable_x64': True}),
+    'enable_checks': lambda: jax_settings({'jax_enable_checks': True}),
+    'key reuse checks': lambda: jax_settings({'jax_debug_key_reuse': True}),
+    'threefry partitionable flipped': lambda: jax_settings(
+        {'jax_threefry_partitionable': not jax.config.jax_threefry_partitionable}
     ),
     'rbg default': lambda: jax.default_prng_impl('rbg'),
     'unsafe_rbg default': lambda: jax.default_prng_impl('unsafe_rbg'),
@@ -269,7 +258,7 @@ def _key_reuse_run(nn, model: str, stage: str, jit: bool):
         fn = lambda keys: module.apply(variables, x, rngs={'dropout': keys['dropout']})
     if jit:
         fn = jax.jit(fn)
-    with _config('jax_debug_key_reuse', True):
+    with jax_settings({'jax_debug_key_reuse': True}):
         try:
             out = fn(keys)
         except Exception as error:

@@ -13,7 +13,6 @@ finds as strings.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import runpy
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 import jax
 
 from integration_tests.fuzz.compare import Difference
+from integration_tests.oracle import jax_settings
 
 REPRODUCERS = Path(__file__).resolve().parent / 'reproducers'
 
@@ -111,19 +111,6 @@ def current_settings() -> dict[str, Any]:
     return {name: value for name, value in now.items() if value != DEFAULT_SETTINGS[name]}
 
 
-@contextlib.contextmanager
-def jax_settings(settings: dict[str, Any]):
-    """Run under ``settings`` (JAX config names and values), restored after."""
-    old = {name: getattr(jax.config, name) for name in settings}
-    try:
-        for name, value in settings.items():
-            jax.config.update(name, value)
-        yield
-    finally:
-        for name, value in old.items():
-            jax.config.update(name, value)
-
-
 def _differences(
     source: str, stages: tuple[str, ...] | None, settings: dict[str, Any]
 ) -> list[Difference]:
@@ -168,7 +155,6 @@ __all__ = [
     'REPRODUCERS',
     'current_settings',
     'existing_classes',
-    'jax_settings',
     'load',
     'main',
     'remaining',
