@@ -18,6 +18,11 @@ message Flax gives at run time (its documentation link left out).
 - The variables a lifted transform makes come out in pytree order (sorted keys),
   the variables that existed keep their place, as Flax's lifting leaves them;
   ``nn.custom_vjp`` hands back the collections its call changes.
+- ``nn.jvp``, ``nn.vjp`` and ``nn.custom_vjp`` lift one module's scope: a module
+  holding Modules in its fields (alone, in a list or a dict; made by its parent or
+  adopted) is Flax's ``NotImplementedError``, where linen once took such a field's
+  variables for constants (wrong tangents and cotangents) or failed inside JAX;
+  submodules made in ``setup`` or a compact method, and fields holding none, run.
 """
 
 from __future__ import annotations
@@ -509,3 +514,91 @@ def test_rnn_parameters_come_in_flax_order(cell):
         return rnn.init(jax.random.key(0), jnp.ones((2, 5, 3)))
 
     _assert_same_variables(run(flax_nn), run(linen_nn))
+
+
+# ------------------------------------------- nn.jvp, nn.vjp, nn.custom_vjp: fields
+
+
+def _field_holders(nn):
+    from typing import Any
+
+    class Holder(nn.Module):
+        sub: Any = None
+
+        @nn.compact
+        def __call__(self, x):
+            subs = self.sub if isinstance(self.sub, (list, dict)) else [self.sub]
+            if isinstance(subs, dict):
+                subs = list(subs.values())
+            y = nn.Dense(4)(x)
+            for sub in subs:
+                y = y + (0.0 if sub is None else sub(x))
+            return y
+
+    class Made(nn.Module):
+        def setup(self):
+            self.dense = nn.Dense(4)
+            self.holder = Holder()
+
+        def __call__(self, x):
+            return self.dense(x) + self.holder(x)
+
+    return {
+        'field': lambda: Holder(sub=nn.Dense(4)),
+        'list': lambda: Holder(sub=[nn.Dense(4)]),
+        'dict': lambda: Holder(sub={'a': nn.Dense(4)}),
+        'no_module': lambda: Holder(),
+        'made_inside': lambda: Made(),
+    }
+
+
+def _lifted_derivative(nn, transform, make, adopted):
+    def fn(mdl, x):
+        return mdl(x)
+
+    def fwd(mdl, x):
+        return nn.vjp(fn, mdl, x)
+
+    def bwd(vjp_fn, t):
+        return vjp_fn(t)
+
+    def call(body, x):
+        if transform == 'jvp':
+            params = body.variables.get('params', {})
+            tangents = {'params': jax.tree_util.tree_map(jnp.ones_like, params)}
+            y, t = nn.jvp(fn, body, (x,), (jnp.ones_like(x),), tangents)
+            return y + t
+        if transform == 'vjp':
+            y, vjp_fn = nn.vjp(fn, body, x)
+            grads, gx = vjp_fn(jnp.ones_like(y))
+            return y + gx + sum(jnp.sum(g) for g in jax.tree_util.tree_leaves(grads))
+        return nn.custom_vjp(fn, forward_fn=fwd, backward_fn=bwd)(body, x)
+
+    class Top(nn.Module):
+        body: nn.Module | None = None
+
+        @nn.compact
+        def __call__(self, x):
+            return call(self.body if adopted else make(), x)
+
+    return Top(body=make()) if adopted else Top()
+
+
+@pytest.mark.parametrize('adopted', [False, True], ids=['made_by_parent', 'adopted'])
+@pytest.mark.parametrize('holder', ['field', 'list', 'dict', 'no_module', 'made_inside'])
+@pytest.mark.parametrize('transform', ['jvp', 'vjp', 'custom_vjp'])
+def test_derivatives_refuse_module_fields_as_flax(transform, holder, adopted):
+    def run(nn):
+        model = _lifted_derivative(nn, transform, _field_holders(nn)[holder], adopted)
+        variables = model.init(RNGS, X)
+        y = model.apply(variables, X)
+        grads = jax.grad(lambda v: jnp.sum(model.apply(v, X)))(variables)
+        return {'variables': variables, 'y': y, 'grads': grads}
+
+    flax_outcome, linen_outcome = _outcome(lambda: run(flax_nn)), _outcome(lambda: run(linen_nn))
+    if holder in ('field', 'list', 'dict'):
+        assert flax_outcome[0] == 'raised' and isinstance(flax_outcome[1], NotImplementedError)
+        assert 'instead of passing it as a field' in str(linen_outcome[1])
+    else:
+        assert flax_outcome[0] == 'ok', flax_outcome
+    _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_values)

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 
 from linen.core import errors, meta
 from linen.module import Module
-from linen.module.dispatch import call_wrapped_method
+from linen.module.dispatch import call_wrapped_method, field_names
 from linen.transforms import (
     _args,
     _autodiff,
@@ -302,6 +302,19 @@ def _refuse_module_primals(transform: str, primals: Any) -> None:
             raise ModuleArgumentUnsupportedError(transform, type(leaf).__name__)
 
 
+def _refuse_module_fields(transform: str, mdl: Any) -> None:
+    """As Flax's, ``nn.jvp``, ``nn.vjp`` and ``nn.custom_vjp`` refuse a module holding
+    Modules in its fields: they lift ``mdl``'s scope alone, so a field module's
+    variables (another scope's) would pass through as constants."""
+    if not isinstance(mdl, Module):
+        return
+    for name in field_names(type(mdl)):
+        value = mdl.__dict__.get(name)
+        leaves = jax.tree_util.tree_leaves(value, is_leaf=lambda x: isinstance(x, Module))
+        if any(isinstance(leaf, Module) for leaf in leaves):
+            raise ModuleArgumentUnsupportedError(transform, type(mdl).__name__, name)
+
+
 def vjp(
     fn: Callable,
     mdl: Any,
@@ -317,6 +330,7 @@ def vjp(
     if reduce_axes:
         raise ReduceAxesArgumentError('vjp')
     _refuse_module_primals('vjp', primals)
+    _refuse_module_fields('vjp', mdl)
     return _autodiff.vjp(
         _on_module(fn, mdl),
         _module_scope(mdl),
@@ -400,6 +414,7 @@ def jvp(
 ):
     """Lifted ``jax.jvp``: ``(y, y_tangent)``."""
     _refuse_module_primals('jvp', primals)
+    _refuse_module_fields('jvp', mdl)
     return _autodiff.jvp(
         _on_module(fn, mdl), _module_scope(mdl), primals, tangents, variable_tangents
     )
@@ -418,6 +433,7 @@ def custom_vjp(
     """
 
     def wrapper(mdl, *args):
+        _refuse_module_fields('custom_vjp', mdl)
         # Each function is called on a clone bound to the scope it is given.
         lifted = _autodiff.custom_vjp(
             _on_module(fn, mdl),
