@@ -96,6 +96,22 @@ def _gradient(fn: Callable) -> Callable:
     return grad
 
 
+def _hessian_vector(fn: Callable) -> Callable:
+    """``args -> jvp of _gradient(fn)`` along ones (float leaves; zero tangents elsewhere):
+    forward over reverse, as a Hessian-vector product takes it."""
+    grad = _gradient(fn)
+
+    def tangent(leaf):
+        if jnp.issubdtype(leaf.dtype, jnp.inexact):
+            return jnp.ones_like(leaf)
+        return np.zeros(leaf.shape, jax.dtypes.float0)
+
+    def hvp(*args):
+        return jax.jvp(grad, args, jax.tree_util.tree_map(tangent, args))[1]
+
+    return hvp
+
+
 def _assert_bitwise_equal(ours, theirs, what):
     leaves_o, tree_o = jax.tree_util.tree_flatten(ours)
     leaves_t, tree_t = jax.tree_util.tree_flatten(theirs)
@@ -512,3 +528,11 @@ def test_layer_is_flax_operation_for_operation(case):
         assert equations_o == equations_t, what
         _assert_bitwise_equal(jax.jit(fn_o)(*args_o), jax.jit(fn_t)(*args_t), f'{what}, jitted')
     _assert_bitwise_equal(ours(*args_o), theirs(*args_t), 'forward, eager')
+
+
+@pytest.mark.parametrize('case', [_params(name) for name in sorted(CASES)])
+def test_eager_second_derivatives_are_flaxs_bit_for_bit(case):
+    (ours, args_o), (theirs, args_t) = CASES[case].build(lnn), CASES[case].build(fnn)
+    _assert_bitwise_equal(
+        _hessian_vector(ours)(*args_o), _hessian_vector(theirs)(*args_t), 'Hessian-vector, eager'
+    )

@@ -19,7 +19,7 @@ import numpy as np
 from jax import lax
 
 from linen.layers._dtypes import canonicalize_dtype
-from linen.layers._staged import is_staged, staged
+from linen.layers._staged import is_staged, one_op_exact, staged
 from linen.layers._types import dtype_of, shape_of
 from linen.layers.errors import InvalidFeatureAxesError, InvalidMaskShapeError
 from linen.module import Module
@@ -154,11 +154,22 @@ def _expand(x: Array, shape: tuple, axes: tuple) -> Array:
 
 
 # One-operation staged calls, used traced or not (see `_staged.py`): bare, these
-# were most of a transformer's extra gradient-trace time.
+# were most of a transformer's extra gradient-trace time. The reshapes and broadcasts
+# are exact under any derivative; the square and the reciprocal root are not: where
+# their argument is differentiated outside jit (`one_op_exact`), JAX differentiates
+# the staged call as a whole, and a second derivative (a Hessian-vector product, a
+# gradient of a `jax.jvp`) then rounds otherwise than Flax's op-by-op one. There the
+# bare operation runs (the test costs a call on tracers only).
 reshaped = staged(_reshape, static_argnums=1)
 expanded = staged(_expand, static_argnums=(1, 2))
 _square = staged(lax.square)
-_rsqrt = staged(lax.rsqrt)
+_staged_rsqrt = staged(lax.rsqrt)
+
+
+def _rsqrt(x: Array) -> Array:
+    if isinstance(x, _Tracer) and not one_op_exact(x):
+        return lax.rsqrt(x)
+    return _staged_rsqrt(x)
 
 
 def _abs_sq(x: Array) -> Array:
@@ -171,6 +182,8 @@ def _abs_sq(x: Array) -> Array:
             _COMPLEX[dtype] = is_complex
     if is_complex:
         return lax.square(lax.real(x)) + lax.square(lax.imag(x))
+    if isinstance(x, _Tracer) and not one_op_exact(x):
+        return lax.square(x)
     return _square(x)
 
 

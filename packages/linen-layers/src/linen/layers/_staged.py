@@ -40,20 +40,36 @@ def is_staged(x) -> bool:
     return STAGING_TRACER is not None and isinstance(x, STAGING_TRACER)
 
 
+def _over_concrete(x) -> bool:
+    """Whether tracer ``x`` transforms concrete values (no staging trace below it).
+
+    Descends the values a transformation's tracer carries (``primal`` of ``jvp`` and
+    ``grad``, ``val`` of ``vmap``: an eager ``vmap`` over an eager ``grad`` is over
+    concrete values too); a tracer carrying neither answers for itself.
+    """
+    while isinstance(x, jax.core.Tracer):
+        if type(x) is STAGING_TRACER:
+            return False
+        inner = getattr(x, 'primal', None)
+        if inner is None:
+            inner = getattr(x, 'val', None)
+        if inner is None:
+            return x.to_concrete_value() is not None
+        x = inner
+    return True
+
+
 def one_op_exact(*values) -> bool:
     """Whether a one-operation staged call on ``values`` gives the direct operation's numbers.
 
-    Not when one of them is differentiated outside ``jit`` (a tracer over a concrete
-    value: eager ``jax.grad``, ``jax.jvp``): JAX would differentiate the staged call as
-    a whole and run its transpose compiled in one piece, where the direct operation's
-    transpose runs op by op. Under ``jit`` everything is compiled together anyway.
+    Not when one of them is transformed outside ``jit`` (a tracer over concrete values:
+    eager ``jax.grad``, ``jax.jvp``, ``jax.vmap`` of either): JAX would differentiate the
+    staged call as a whole and run its derivative compiled in one piece, where the
+    direct operation's runs op by op (a gradient's transpose, a second derivative's
+    products). Under ``jit`` everything is compiled together anyway.
     """
     for x in values:
-        if (
-            isinstance(x, jax.core.Tracer)
-            and type(x) is not STAGING_TRACER
-            and x.to_concrete_value() is not None
-        ):
+        if isinstance(x, jax.core.Tracer) and type(x) is not STAGING_TRACER and _over_concrete(x):
             return False
     return True
 
