@@ -87,6 +87,35 @@ def flax_lazy_init_picks_a_cond_branch() -> bool:
     return True
 
 
+@functools.cache
+def flax_lazy_init_refuses_custom_vjp() -> bool:
+    """Whether the installed Flax's ``lazy_init`` raises for a ``Dense`` made under
+    ``nn.custom_vjp`` (Flax 0.12.8, the JAX 0.10 end; 0.12.9 and later return
+    ``init``'s variables, as linen does)."""
+    import flax.linen as fnn
+    import jax
+    import jax.numpy as jnp
+    from flax import errors as flax_errors
+
+    class Custom(fnn.Module):
+        @fnn.compact
+        def __call__(self, x):
+            def fn(module, x):
+                return module(x)
+
+            def fwd(module, x):
+                return fnn.vjp(fn, module, x)
+
+            custom = fnn.custom_vjp(fn, forward_fn=fwd, backward_fn=lambda vjp, t: vjp(t))
+            return custom(fnn.Dense(2), x)
+
+    try:
+        Custom().lazy_init(jax.random.key(0), jax.ShapeDtypeStruct((3,), jnp.float32))
+    except flax_errors.LazyInitError:
+        return True
+    return False
+
+
 def flax_lazy_init_refuses_a_cond_branch() -> bool:
     """The installed Flax raises there (0.12.8, the JAX 0.10 end): linen does not."""
     return not flax_lazy_init_picks_a_cond_branch()
@@ -125,6 +154,13 @@ def flax_lazy_init_rounds_unlike_its_init() -> bool:
     return not all(np.array_equal(a, b) for a, b in leaves)
 
 
+def jit_disabled() -> bool:
+    """Whether the process runs under ``jax.disable_jit`` (``JAX_DISABLE_JIT=1``)."""
+    import jax
+
+    return bool(jax.config.jax_disable_jit)
+
+
 _LIFTED_STAGES = ('apply', 'jit_apply', 'grad', 'method', 'bind')
 
 KNOWN: tuple[KnownFinding, ...] = (
@@ -141,6 +177,18 @@ KNOWN: tuple[KnownFinding, ...] = (
         ('lazy_init_raises_1', 'lazy_init_raises_6'),
         any_of=frozenset({'lift.cond', 'lift.switch'}),
         only_if=flax_lazy_init_refuses_a_cond_branch,
+    ),
+    KnownFinding(
+        'D2',
+        'Flax 0.12.8 (the JAX 0.10 end) raises LazyInitError for variables made under '
+        'nn.custom_vjp, which do not depend on the input; linen, as Flax 0.12.9 and later, '
+        "returns init's variables (docs/differences.md)",
+        ('lazy_init',),
+        ('raises',),
+        frozenset({'lift.custom_vjp'}),
+        (),
+        only_if=flax_lazy_init_refuses_custom_vjp,
+        flax_says='Lazy init encountered a value',
     ),
     KnownFinding(
         'D3',
@@ -207,6 +255,17 @@ KNOWN: tuple[KnownFinding, ...] = (
         ('warnings',),
         frozenset({'lift.jit'}),
         (),
+    ),
+    KnownFinding(
+        'F32',
+        "left as it is (F32's entry): under jax.disable_jit, an nn.scan body creating a "
+        "variable_carry collection runs on Flax (JAX's Python-loop scan compares no "
+        "carries); linen's own check refuses it, as both libraries do with jit on",
+        ('init', 'eval_shape', 'lazy_init'),
+        ('raises',),
+        frozenset({'lift.scan', 'lift.scan.carry_state=True'}),
+        (),
+        only_if=jit_disabled,
     ),
     KnownFinding(
         'F20',

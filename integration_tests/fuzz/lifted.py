@@ -1,10 +1,14 @@
 """The lifted-transform nodes of the grammar (``nn.vmap``, ``nn.scan``, ``nn.remat``,
-``nn.jit``, ``nn.cond``, ``nn.switch``, ``nn.while_loop``, ``nn.map_variables``).
+``nn.jit``, ``nn.cond``, ``nn.switch``, ``nn.while_loop``, ``nn.map_variables``, and the
+lifted derivatives ``nn.jvp``, ``nn.vjp``, ``nn.grad``/``nn.value_and_grad`` and
+``nn.custom_vjp``).
 
 One node class, :class:`Lifted`, whose ``kind`` picks the transform and whose
 ``opts`` hold the drawn options (``variable_axes`` of params, ``split_rngs``, a
 ``nn.broadcast`` Python argument of a scan, an ``in_axes=(0, None)`` argument of a
-vmap (a Python bool or an array), ``variable_carry``...). What each transform must
+vmap (a Python bool or an array), a Python bool given to a remat or jit as
+``static_argnums``, a remat's ``policy``, a scan's ``reverse`` and ``unroll``,
+``variable_carry``...). What each transform must
 say about the collections below it (``variable_axes`` for every collection, the
 ``carry_variables`` of a loop) is derived from the wrapped subtree at render time,
 so a shrunk subtree renders a consistent transform.
@@ -58,16 +62,32 @@ DEFAULTS: dict[str, dict[str, object]] = {
         # integer ids scanned beside the input, looked up (and attended) by an
         # nn.Embed in the cell: 'lookup' | 'attend'
         'ids': None,
+        'reverse': False,
+        'unroll': 1,
     },  # fmt: skip
-    'remat': {'prevent_cse': True},
-    'jit': {},
+    # static_flag: the node inside a cell taking a Python bool, given as
+    # static_argnums=(2,) (self, x, flag); policy: a jax.checkpoint_policies name
+    'remat': {'prevent_cse': True, 'policy': None, 'static_flag': None},
+    'jit': {'static_flag': None},
     'map_variables': {'scale_in': False, 'mutable': False, 'init_always': False},
     'cond': {},
     # how the branch index derives from the input: clipped to the three branches, an
     # argmax of the first features, or rounded and out of range (lax.switch clamps)
     'switch': {'index': 'clip'},
     'while_loop': {'split_dropout': True},
+    # the lifted derivatives, each over the wrapped node made in a compact method:
+    # jvp with a ones tangent for the input and, with var_tangents, for the params
+    # Flax's documented way (`body.variables.get('params', {})`); vjp with the params'
+    # cotangents sown; grad of a sum of squares (value_and_grad with value), the
+    # forward output as aux; custom_vjp whose backward rule halves the params' cotangents
+    'jvp': {'var_tangents': False},
+    'vjp': {'sow_grads': False},
+    'grad': {'value': False},
+    'custom_vjp': {'scale': False},
 }
+# The lifted derivatives: their body is a node made in the wrapper's compact method.
+DERIVATIVES = ('jvp', 'vjp', 'grad', 'custom_vjp')
+_POLICIES = ('nothing_saveable', 'everything_saveable', 'dots_with_no_batch_dims_saveable')
 # Transforms that peel one leading axis off their input.
 MAPPED = ('vmap', 'scan')
 # Transforms choosing a branch; each branch constructs its node under name='branch'.
@@ -224,6 +244,10 @@ class Lifted(Node):
             carry = "    variable_carry=['state', 'counters'],\n"
         in_axes = '(0, nn.broadcast)' if flag is not None else '0'
         length = '    length=2,\n' if o['length'] else ''
+        if o['reverse']:
+            length += '    reverse=True,\n'
+        if o['unroll'] != 1:
+            length += f'    unroll={o["unroll"]},\n'
         meta = "    metadata_params={nn.PARTITION_NAME: 'layers'},\n" if o['metadata'] else ''
         src.add(
             f'{scanned} = nn.scan(\n'
@@ -246,18 +270,51 @@ class Lifted(Node):
         )
         return Ctor(name)
 
-    def _render_remat(self, src: Source, o: dict) -> Ctor:
+    def _flag_cell(self, src: Source) -> str:
+        """A cell calling the wrapped node with a Python bool beside the input."""
         inner = self.inner.render(src)
+        cell = src.fresh('FlagCell')
+        src.add(
+            f'class {cell}(nn.Module):\n'
+            f'    @nn.compact\n'
+            f'    def __call__(self, x, flag):\n'
+            f'        h = {inner.call()}(x)\n'
+            f'        if flag:\n'
+            f'            h = -h\n'
+            f'        return h'
+        )
+        return cell
+
+    def _flag_call(self, src: Source, wrapped: str, flag: bool) -> Ctor:
+        name = src.fresh('Flagged')
+        src.add(
+            f'class {name}(nn.Module):\n'
+            f'    @nn.compact\n'
+            f'    def __call__(self, x):\n'
+            f'        return {wrapped}()(x, {flag!r})'
+        )
+        return Ctor(name)
+
+    def _render_remat(self, src: Source, o: dict) -> Ctor:
+        opts = '' if o['prevent_cse'] else ', prevent_cse=False'
+        if o['policy'] is not None:
+            opts += f', policy=jax.checkpoint_policies.{o["policy"]}'
         name = src.fresh('Remat')
-        cse = '' if o['prevent_cse'] else ', prevent_cse=False'
-        src.add(f'{name} = nn.remat({inner.callee}{cse})')
-        return Ctor(name, inner.args)
+        if o['static_flag'] is None:
+            inner = self.inner.render(src)
+            src.add(f'{name} = nn.remat({inner.callee}{opts})')
+            return Ctor(name, inner.args)
+        src.add(f'{name} = nn.remat({self._flag_cell(src)}{opts}, static_argnums=(2,))')
+        return self._flag_call(src, name, o['static_flag'])
 
     def _render_jit(self, src: Source, o: dict) -> Ctor:
-        inner = self.inner.render(src)
         name = src.fresh('Jitted')
-        src.add(f'{name} = nn.jit({inner.callee})')
-        return Ctor(name, inner.args)
+        if o['static_flag'] is None:
+            inner = self.inner.render(src)
+            src.add(f'{name} = nn.jit({inner.callee})')
+            return Ctor(name, inner.args)
+        src.add(f'{name} = nn.jit({self._flag_cell(src)}, static_argnums=(2,))')
+        return self._flag_call(src, name, o['static_flag'])
 
     def _render_map_variables(self, src: Source, o: dict) -> Ctor:
         inner = self.inner.render(src)
@@ -346,16 +403,78 @@ class Lifted(Node):
         )
         return Ctor(name)
 
+    def _derivative(self, src: Source, stem: str, lines: list[str]) -> Ctor:
+        """A wrapper whose compact method makes the wrapped node as ``body``."""
+        name = src.fresh(stem)
+        head = [f'class {name}(nn.Module):', '    @nn.compact', '    def __call__(self, x):',
+                f'        body = {self.inner.render(src).call()}']  # fmt: skip
+        src.add('\n'.join(head + [f'        {line}' for line in lines]))
+        return Ctor(name)
+
+    def _render_jvp(self, src: Source, o: dict) -> Ctor:
+        tangents = (
+            "{'params': jax.tree_util.tree_map(jnp.ones_like, body.variables.get('params', {}))}"
+            if o['var_tangents']
+            else '{}'
+        )
+        return self._derivative(src, 'Jvp', [
+            'y, t = nn.jvp(',
+            f'    lambda mdl, x: mdl(x), body, (x,), (jnp.ones_like(x),), {tangents}',
+            ')',
+            'return y + 0.5 * t',
+        ])  # fmt: skip
+
+    def _render_vjp(self, src: Source, o: dict) -> Ctor:
+        sow = ["self.sow('intermediates', 'grads', grads)"] if o['sow_grads'] else []
+        return self._derivative(src, 'Vjp', [
+            'y, bwd = nn.vjp(lambda mdl, x: mdl(x), body, x)',
+            'grads, gx = bwd(jnp.ones_like(y))',
+            *sow,
+            'return y + 0.5 * gx',
+        ])  # fmt: skip
+
+    def _render_grad(self, src: Source, o: dict) -> Ctor:
+        call = (
+            '(value, y), (gx,) = nn.value_and_grad(fn, body, x, has_aux=True)'
+            if o['value']
+            else '(gx,), y = nn.grad(fn, body, x, has_aux=True)'
+        )
+        return self._derivative(src, 'Grad', [
+            'def fn(mdl, x):',
+            '    y = mdl(x)',
+            '    return jnp.sum(y * y), y',
+            call,
+            'return y + 0.5 * gx',
+        ])  # fmt: skip
+
+    def _render_custom_vjp(self, src: Source, o: dict) -> Ctor:
+        scale = (
+            ['    grads = jax.tree_util.tree_map(lambda g: 0.5 * g, grads)'] if o['scale'] else []
+        )
+        return self._derivative(src, 'CustomVjp', [
+            'def fn(mdl, x):',
+            '    return mdl(x)',
+            'def fwd(mdl, x):',
+            '    return nn.vjp(fn, mdl, x)',
+            'def bwd(vjp_fn, t):',
+            '    grads, gx = vjp_fn(t)',
+            *scale,
+            '    return grads, gx',
+            'return nn.custom_vjp(fn, forward_fn=fwd, backward_fn=bwd)(body, x)',
+        ])  # fmt: skip
+
     # ------------------------------------------------------------------- draw
 
     @staticmethod
     def draw(rng: random.Random, ctx: Ctx) -> Node:
-        kinds = ['remat', 'jit', 'map_variables', 'cond', 'while_loop']
+        kinds = ['remat', 'jit', 'map_variables', 'cond', 'while_loop', 'derivative']
         if ctx.rank >= 2:
             kinds += ['vmap', 'scan'] * 3
         kind = rng.choice(kinds)
         if kind == 'cond' and rng.random() < 0.5:  # one bucket: cond's share is switch's too
             kind = 'switch'
+        if kind == 'derivative':  # one bucket for the four
+            kind = rng.choice(DERIVATIVES)
         inner_ctx = ctx.down(
             lifts=ctx.lifts + 1,
             rank=ctx.rank - (1 if kind in MAPPED else 0),
@@ -393,10 +512,26 @@ class Lifted(Node):
                 opts['length'] = True
             if rng.random() < 0.12:
                 opts['ids'] = rng.choice(['lookup', 'attend'])
+            if rng.random() < 0.15:
+                opts['reverse'] = True
+            if rng.random() < 0.15:
+                opts['unroll'] = 2
         if kind == 'switch':
             opts['index'] = rng.choice(['clip', 'clip', 'argmax', 'raw'])
         if kind == 'remat' and rng.random() < 0.3:
             opts['prevent_cse'] = False
+        if kind == 'remat' and rng.random() < 0.25:
+            opts['policy'] = rng.choice(_POLICIES)
+        if kind in ('remat', 'jit') and rng.random() < 0.2:
+            opts['static_flag'] = rng.random() < 0.5
+        if kind == 'jvp' and rng.random() < 0.5:
+            opts['var_tangents'] = True
+        if kind == 'vjp' and not ctx.in_loop and rng.random() < 0.4:
+            opts['sow_grads'] = True  # a sow grows a loop's carry: Flax refuses it there
+        if kind == 'grad' and rng.random() < 0.5:
+            opts['value'] = True
+        if kind == 'custom_vjp' and rng.random() < 0.5:
+            opts['scale'] = True
         if kind == 'map_variables':
             if rng.random() < 0.5:
                 opts['scale_in'] = True
@@ -443,4 +578,4 @@ class Lifted(Node):
         return None
 
 
-__all__ = ['BRANCHING', 'DEFAULTS', 'MAPPED', 'Lifted']
+__all__ = ['BRANCHING', 'DEFAULTS', 'DERIVATIVES', 'MAPPED', 'Lifted']

@@ -238,3 +238,32 @@ def test_dict_field_children_under_a_vmap_run_alike_in_flax_and_linen():
     assert '    subs: dict' in source and "self.subs['k0']" in source
     assert {'children.fdict', 'lift.vmap'} <= program.features()
     assert runner.differences(source) == []
+
+
+def test_lifted_derivatives_and_new_options_are_programs_both_libraries_run_alike():
+    # Each lifted derivative and each option added with them renders a program Flax
+    # runs, and linen's outcomes equal Flax's at every stage (D1 aside: nn.jit's keys).
+    from integration_tests.fuzz.known import known_finding
+    from integration_tests.fuzz.lifted import Lifted
+
+    Leaf = grammar.Leaf
+    programs = [
+        Program(Lifted('jvp', Leaf('Dense'), (('var_tangents', True),)), 2),
+        Program(Lifted('vjp', Leaf('LayerNorm'), (('sow_grads', True),)), 2),
+        Program(Lifted('grad', Leaf('Dense'), (('value', True),)), 2),
+        Program(Lifted('grad', Leaf('Dense')), 2),
+        Program(Lifted('custom_vjp', Leaf('Dense'), (('scale', True),)), 2),
+        Program(
+            Lifted('remat', Leaf('Dense'), (('policy', 'nothing_saveable'), ('static_flag', True))),
+            2,
+        ),  # fmt: skip
+        Program(Lifted('jit', Leaf('Dense'), (('static_flag', False),)), 2),
+        Program(Lifted('scan', Leaf('Dense'), (('reverse', True), ('unroll', 2))), 2),
+    ]
+    for program in programs:
+        source = program.source()
+        assert _flax_init_error(program) is None, source
+        unknown = [
+            d for d in runner.differences(source) if known_finding(d, program.features()) is None
+        ]
+        assert not unknown, (unknown, source)
