@@ -214,7 +214,8 @@ _LEAF_STATE = {
     'SpectralNorm': 'batch_stats',
     'DecodeAttention': 'cache',
 }
-# Five families drawn as a second bucket, each in several variants (see Leaf.draw):
+# Six families drawn as a second bucket, each in several variants (see Leaf.draw):
+# layers computing in bfloat16 or float16 or keeping bfloat16 parameters,
 # nn.Embed fed integer ids (and its attend), nn.Bidirectional over two nn.RNNs,
 # nn.MultiHeadDotProductAttention with separate key and value inputs (mask, dropout,
 # decoding cache, sown weights), nn.BatchNorm with and without its running averages,
@@ -400,7 +401,42 @@ _DROPOUT_CLASSES = {
     def __call__(self, x):
         return nn.Dropout(0.25, broadcast_dims=(0,))(x, deterministic=False)""",
 }
+# Mixed precision: a layer computing in bfloat16 or float16 (its output cast back to
+# the input's dtype, so a scan's carry keeps its type), or keeping bfloat16 parameters.
+_PRECISION = {
+    'DenseBf16': """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(FEATURES, dtype=jnp.bfloat16)(x).astype(x.dtype)""",
+    'DenseParamsBf16': """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(FEATURES, param_dtype=jnp.bfloat16)(x)""",
+    'DenseF16': """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(FEATURES, dtype=jnp.float16, param_dtype=jnp.float16)(x).astype(x.dtype)""",
+    'LayerNormBf16': """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        y = nn.LayerNorm(dtype=jnp.bfloat16, param_dtype=jnp.bfloat16)(x)
+        return y.astype(x.dtype)""",
+    'ConvBf16': """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        y = nn.Conv(FEATURES, kernel_size=(2,), padding='SAME', dtype=jnp.bfloat16)(x)
+        return y.astype(x.dtype)""",
+    'AttentionBf16': """class {name}(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        attention = nn.MultiHeadDotProductAttention(
+            num_heads=1, qkv_features=4, out_features=FEATURES, dtype=jnp.bfloat16,
+            deterministic=True,
+        )
+        return attention(x).astype(x.dtype)""",
+}
 _FAMILIES = {
+    'precision': tuple(_PRECISION),
     'embed': tuple(_EMBED),
     'bidirectional': tuple(_BIDIRECTIONAL),
     'cross': (
@@ -421,6 +457,7 @@ _LEAF_ARGS.update(_DROPOUT)
 _LEAF_CALLEE.update({n: 'BatchNorm' for n in _BATCH_NORM})
 _LEAF_CALLEE.update({n: 'BatchNorm' for n in _BATCH_NORM_AXIS})
 _LEAF_CALLEE.update({n: 'Dropout' for n in _DROPOUT})
+_LEAF_CLASSES.update(_PRECISION)
 _LEAF_CLASSES.update(_EMBED)
 _LEAF_CLASSES.update(_BIDIRECTIONAL)
 _LEAF_CLASSES.update(
@@ -433,6 +470,7 @@ _LEAF_CLASSES['CrossDropoutHeads'] = _CROSS['CrossDropout'].replace('{broadcast}
 _LEAF_CLASSES.update(_BATCH_NORM_CLASSES)
 _LEAF_CLASSES.update(_BATCH_NORM_AXIS_CLASSES)
 _LEAF_CLASSES.update(_DROPOUT_CLASSES)
+_LEAF_MIN_RANK.update({'ConvBf16': 2, 'AttentionBf16': 2})
 _LEAF_MIN_RANK.update({n: 2 for n in _BIDIRECTIONAL})
 _LEAF_MIN_RANK.update({n: 3 for n in _BIDIRECTIONAL if n.startswith('BiLengths')})
 _LEAF_MIN_RANK.update({n: 2 for n in _FAMILIES['cross']})
@@ -463,6 +501,7 @@ _LEAF_RNGS = {
 _LEAF_SOWS = frozenset({'CrossMaskSow'})
 # A simpler variant of the same family, tried by the shrinker before Dense.
 _LEAF_SIMPLER = {
+    **{n: 'DenseBf16' for n in _PRECISION if n != 'DenseBf16'},
     **{n: 'EmbedArgmax' for n in _EMBED if n != 'EmbedArgmax'},
     **{
         f'Bi{merge}{cell}': f'BiMean{cell}' if merge != 'Mean' else 'BiMeanGRU'
