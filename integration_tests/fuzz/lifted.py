@@ -199,14 +199,7 @@ class Lifted(Node):
         if arg is None:
             return Ctor(name, inner.args)
         value = 'jnp.full((FEATURES,), 0.5, x.dtype)' if arg == 'array' else repr(arg)
-        call = src.fresh('Vmap')
-        src.add(
-            f'class {call}(nn.Module):\n'
-            f'    @nn.compact\n'
-            f'    def __call__(self, x):\n'
-            f'        return {name}()(x, {value})'
-        )
-        return Ctor(call)
+        return self._call_with(src, 'Vmap', name, value)
 
     def _render_scan(self, src: Source, o: dict) -> Ctor:
         inner = self.inner.render(src)
@@ -285,13 +278,15 @@ class Lifted(Node):
         )
         return cell
 
-    def _flag_call(self, src: Source, wrapped: str, flag: bool) -> Ctor:
-        name = src.fresh('Flagged')
+    @staticmethod
+    def _call_with(src: Source, stem: str, wrapped: str, arg: str) -> Ctor:
+        """A Module calling ``wrapped()`` on its input and ``arg`` (Python source)."""
+        name = src.fresh(stem)
         src.add(
             f'class {name}(nn.Module):\n'
             f'    @nn.compact\n'
             f'    def __call__(self, x):\n'
-            f'        return {wrapped}()(x, {flag!r})'
+            f'        return {wrapped}()(x, {arg})'
         )
         return Ctor(name)
 
@@ -305,7 +300,7 @@ class Lifted(Node):
             src.add(f'{name} = nn.remat({inner.callee}{opts})')
             return Ctor(name, inner.args)
         src.add(f'{name} = nn.remat({self._flag_cell(src)}{opts}, static_argnums=(2,))')
-        return self._flag_call(src, name, o['static_flag'])
+        return self._call_with(src, 'Flagged', name, repr(o['static_flag']))
 
     def _render_jit(self, src: Source, o: dict) -> Ctor:
         name = src.fresh('Jitted')
@@ -314,7 +309,7 @@ class Lifted(Node):
             src.add(f'{name} = nn.jit({inner.callee})')
             return Ctor(name, inner.args)
         src.add(f'{name} = nn.jit({self._flag_cell(src)}, static_argnums=(2,))')
-        return self._flag_call(src, name, o['static_flag'])
+        return self._call_with(src, 'Flagged', name, repr(o['static_flag']))
 
     def _render_map_variables(self, src: Source, o: dict) -> Ctor:
         inner = self.inner.render(src)
