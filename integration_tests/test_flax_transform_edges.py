@@ -23,6 +23,9 @@ message Flax gives at run time (its documentation link left out).
   adopted) is Flax's ``NotImplementedError``, where linen once took such a field's
   variables for constants (wrong tangents and cotangents) or failed inside JAX;
   submodules made in ``setup`` or a compact method, and fields holding none, run.
+- ``nn.vjp``, ``nn.jvp``, ``nn.grad`` and ``nn.value_and_grad`` show their function
+  only the collections differentiated and those ``variables=`` admits (the others are
+  neither readable nor writable there) and only the rng streams ``rngs=`` admits.
 """
 
 from __future__ import annotations
@@ -602,3 +605,67 @@ def test_derivatives_refuse_module_fields_as_flax(transform, holder, adopted):
     else:
         assert flax_outcome[0] == 'ok', flax_outcome
     _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_values)
+
+
+# -------------------------- nn.vjp, nn.jvp, nn.grad, nn.value_and_grad: variables=, rngs=
+
+
+def _filtered(nn, transform, filters):
+    class Body(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.Dense(4)(x)
+            x = nn.BatchNorm(use_running_average=not self.is_initializing())(x)
+            return nn.Dropout(0.5, deterministic=False)(x)
+
+    def fn(mdl, x):
+        return mdl(x)
+
+    def call(body, x, kw):
+        if transform == 'vjp':
+            y, vjp_fn = nn.vjp(fn, body, x, **kw)
+            return y + vjp_fn(jnp.ones_like(y))[1]
+        if transform == 'jvp':
+            y, t = nn.jvp(fn, body, (x,), (jnp.ones_like(x),), {}, **kw)
+            return y + t
+        scalar = lambda mdl, x: jnp.sum(mdl(x))
+        if transform == 'grad':
+            return x + nn.grad(scalar, body, x, **kw)[0]
+        return x + nn.value_and_grad(scalar, body, x, **kw)[1][0]
+
+    class Top(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            # The filters apply from the first apply on: init makes every collection.
+            return call(Body(), x, {} if self.is_initializing() else filters)
+
+    return Top()
+
+
+# (filters, whether the body reaches something they leave out: Flax refuses it)
+FILTERS = {
+    'no_batch_stats': ({'variables': 'params'}, True),
+    'both_collections': ({'variables': ['params', 'batch_stats']}, False),
+    'no_rngs': ({'rngs': False}, True),
+    'dropout_rng': ({'rngs': 'dropout'}, False),
+    'other_rng': ({'rngs': 'params'}, True),
+}
+
+
+@pytest.mark.parametrize('case', list(FILTERS))
+@pytest.mark.parametrize('transform', ['vjp', 'jvp', 'grad', 'value_and_grad'])
+def test_derivatives_apply_their_variables_and_rngs_filters_as_flax(transform, case):
+    filters, refused = FILTERS[case]
+
+    def run(nn):
+        model = _filtered(nn, transform, filters)
+        variables = model.init(RNGS, X)
+        y, state = model.apply(variables, X, rngs={'dropout': jax.random.key(2)}, mutable=True)
+        return {'variables': variables, 'y': y, 'state': state}
+
+    flax_outcome, linen_outcome = _outcome(lambda: run(flax_nn)), _outcome(lambda: run(linen_nn))
+    assert (flax_outcome[0] == 'raised') == refused, flax_outcome
+    if refused:  # the message names the scope by its path, which Flax words otherwise
+        assert type(linen_outcome[1]).__name__ == type(flax_outcome[1]).__name__, linen_outcome
+    else:
+        _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_values)

@@ -337,6 +337,8 @@ def vjp(
         *primals,
         has_aux=has_aux,
         vjp_variables=vjp_variables,
+        variables=variables,
+        rngs=rngs,
     )
 
 
@@ -356,7 +358,7 @@ def value_and_grad(
     """
     if reduce_axes:
         raise ReduceAxesArgumentError('value_and_grad')
-    out = _scalar_value_and_grad(fn, mdl, primals, has_aux)
+    out = _scalar_value_and_grad(fn, mdl, primals, has_aux, variables, rngs)
     return ((out[0], out[1]), out[2]) if has_aux else out
 
 
@@ -372,11 +374,13 @@ def grad(
     """Lifted ``jax.grad`` with respect to the inputs (not the variables)."""
     if reduce_axes:
         raise ReduceAxesArgumentError('grad')
-    out = _scalar_value_and_grad(fn, mdl, primals, has_aux)
+    out = _scalar_value_and_grad(fn, mdl, primals, has_aux, variables, rngs)
     return (out[2], out[1]) if has_aux else out[1]
 
 
-def _scalar_value_and_grad(fn: Callable, mdl: Any, primals: tuple, has_aux: bool) -> tuple:
+def _scalar_value_and_grad(
+    fn: Callable, mdl: Any, primals: tuple, has_aux: bool, variables: Any, rngs: Any
+) -> tuple:
     """``lift.value_and_grad`` of ``fn`` on ``mdl``'s scope, refusing a non-scalar value.
 
     The functional ``lift.value_and_grad`` differentiates the sum of a non-scalar
@@ -393,7 +397,9 @@ def _scalar_value_and_grad(fn: Callable, mdl: Any, primals: tuple, has_aux: bool
             args, _ = _args.restore(args, {}, objects, scopes[1:])
             return on_mdl(scopes[0], *args)
 
-    out = _autodiff.value_and_grad(body, scope, *primals, has_aux=has_aux)
+    out = _autodiff.value_and_grad(
+        body, scope, *primals, has_aux=has_aux, variables=variables, rngs=rngs
+    )
     if jnp.shape(out[0]) != ():
         raise TransformArgumentError(
             'grad can only work on functions with scalar-valued outputs. out shape='
@@ -416,7 +422,13 @@ def jvp(
     _refuse_module_primals('jvp', primals)
     _refuse_module_fields('jvp', mdl)
     return _autodiff.jvp(
-        _on_module(fn, mdl), _module_scope(mdl), primals, tangents, variable_tangents
+        _on_module(fn, mdl),
+        _module_scope(mdl),
+        primals,
+        tangents,
+        variable_tangents,
+        variables=variables,
+        rngs=rngs,
     )
 
 

@@ -2,7 +2,9 @@
 
 Gradients with respect to variables are taken per collection: ``vjp_variables``
 (default ``'params'``) receive a cotangent, returned as a ``{collection: tree}``
-dict before the inputs' cotangents.
+dict before the inputs' cotangents. As in Flax, the function sees only the
+collections differentiated and those ``variables`` admits, and only the rng streams
+``rngs`` admits (a body reaching another raises as an absent one does).
 """
 
 from __future__ import annotations
@@ -14,15 +16,31 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from linen.core import in_filter, intersect_filters, union_filters
 from linen.core.lifting import Filter
 from linen.transforms import _pack
 from linen.transforms.errors import ReduceAxesArgumentError
 
 
-def _split(state: _pack.ScopeTree, diff_filter: Filter):
-    """Per scope: the ``diff_filter`` collections and the rest."""
-    groups = [_pack.group_variables(v, (diff_filter,)) for v in state.variables]
-    return [d for d, _ in groups], [o for _, o in groups]
+def _split(state: _pack.ScopeTree, diff_filter: Filter, variables: Filter = True):
+    """Per scope: the ``diff_filter`` collections, and the others ``variables`` admits."""
+    groups = [_pack.group_variables(v, (diff_filter, variables)) for v in state.variables]
+    return [d for d, _, _ in groups], [o for _, o, _ in groups]
+
+
+def _mutable(state: _pack.ScopeTree, *seen: Filter) -> Filter | None:
+    """What the function may change: the outer mutable collections it sees (None: the
+    outer scope's, when ``variables`` lets it see every collection)."""
+    if any(f is True for f in seen):
+        return None
+    return intersect_filters(state.scopes[0].mutable, functools.reduce(union_filters, seen))
+
+
+def _keys(state: _pack.ScopeTree, rngs: Filter) -> list[dict[str, Any]] | None:
+    """Per scope: the rng keys of the streams ``rngs`` admits (None: all of them)."""
+    if rngs is True:
+        return None
+    return [{n: k for n, k in keys.items() if in_filter(rngs, n)} for keys in state.keys]
 
 
 def vjp(
@@ -44,10 +62,12 @@ def vjp(
     if reduce_axes:  # as Flax's lift (JAX removed the argument)
         raise ReduceAxesArgumentError('vjp')
     state = _pack.ScopeTree(scope)
-    diff_vars, other_vars = _split(state, vjp_variables)
+    diff_vars, other_vars = _split(state, vjp_variables, variables)
+    keys, mutable = _keys(state, rngs), _mutable(state, vjp_variables, variables)
 
     def inner(diff_vars, *primals):
-        tree, scopes = state.inner([{**d, **o} for d, o in zip(diff_vars, other_vars)])
+        visible = [{**d, **o} for d, o in zip(diff_vars, other_vars)]
+        tree, scopes = state.inner(visible, keys, mutable)
         out = fn(tree, *primals)
         y, aux = out if has_aux else (out, None)
         return y, (aux, _pack.mutated_per_scope(scopes))
@@ -78,7 +98,9 @@ def value_and_grad(
     order); ``fn`` returns a scalar. Gradients are taken for the primals only."""
     if reduce_axes:
         raise ReduceAxesArgumentError('value_and_grad')
-    out = vjp(fn, scope, *primals, has_aux=has_aux, vjp_variables=False)
+    out = vjp(
+        fn, scope, *primals, has_aux=has_aux, vjp_variables=False, variables=variables, rngs=rngs
+    )
     y, vjp_fn = out[0], out[1]
     grads = tuple(vjp_fn(jnp.ones_like(y))[1:])
     return (y, out[2], grads) if has_aux else (y, grads)
@@ -99,7 +121,7 @@ def grad(
     """
     if reduce_axes:
         raise ReduceAxesArgumentError('grad')
-    out = value_and_grad(fn, scope, *primals, has_aux=has_aux)
+    out = value_and_grad(fn, scope, *primals, has_aux=has_aux, variables=variables, rngs=rngs)
     return (out[2], out[1]) if has_aux else out[1]
 
 
@@ -119,10 +141,11 @@ def jvp(
     """
     state = _pack.ScopeTree(scope)
     per_scope = state.flatten_like(variable_tangents)
+    keys = _keys(state, rngs)
     diff_vars, other_vars, var_tangents = [], [], []
     for v, t in zip(state.variables, per_scope):
         cols = tuple(t.keys())
-        d, o = _pack.group_variables(v, (cols,))
+        d, o, _ = _pack.group_variables(v, (cols, variables))
         diff_vars.append(d)
         other_vars.append(o)
         var_tangents.append(
@@ -132,8 +155,12 @@ def jvp(
             }
         )
 
+    differentiated = tuple(sorted({c for t in per_scope for c in t}))
+    mutable = _mutable(state, differentiated, variables)
+
     def inner(diff_vars, *primals):
-        tree, scopes = state.inner([{**d, **o} for d, o in zip(diff_vars, other_vars)])
+        visible = [{**d, **o} for d, o in zip(diff_vars, other_vars)]
+        tree, scopes = state.inner(visible, keys, mutable)
         y = fn(tree, *primals)
         return y, _pack.mutated_per_scope(scopes)
 
