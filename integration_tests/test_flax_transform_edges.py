@@ -669,3 +669,54 @@ def test_derivatives_apply_their_variables_and_rngs_filters_as_flax(transform, c
         assert type(linen_outcome[1]).__name__ == type(flax_outcome[1]).__name__, linen_outcome
     else:
         _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_values)
+
+
+# --------------------------- nn.grad, nn.value_and_grad: modules in fields, lifted
+
+
+@pytest.mark.parametrize('jit', [False, True], ids=['eager', 'jit'])
+@pytest.mark.parametrize('adopted', [False, True], ids=['made_by_parent', 'adopted'])
+@pytest.mark.parametrize('storage', ['field', 'list'])
+@pytest.mark.parametrize('transform', ['grad', 'value_and_grad'])
+def test_grad_lifts_field_modules_that_update_their_state_as_flax(transform, storage, adopted, jit):
+    def run(nn):
+        from typing import Any
+
+        class Holder(nn.Module):
+            sub: Any
+
+            @nn.compact
+            def __call__(self, x):
+                sub = self.sub[0] if isinstance(self.sub, (list, tuple)) else self.sub
+                return sub(nn.Dense(4)(x))
+
+        def make():
+            norm = nn.BatchNorm(use_running_average=False, momentum=0.5)
+            return Holder(sub=[norm] if storage == 'list' else norm)
+
+        def scalar(mdl, x):
+            y = mdl(x)
+            return jnp.sum(y * y), y
+
+        class Top(nn.Module):
+            body: Any = None
+
+            @nn.compact
+            def __call__(self, x):
+                body = self.body if adopted else make()
+                if transform == 'grad':
+                    (gx,), y = nn.grad(scalar, body, x, has_aux=True)
+                else:
+                    (_, y), (gx,) = nn.value_and_grad(scalar, body, x, has_aux=True)
+                return y + 0.5 * gx
+
+        model = Top(body=make()) if adopted else Top()
+        variables = model.init(RNGS, X)
+        apply = lambda v: model.apply(v, X, mutable=['batch_stats'])
+        y, state = (jax.jit(apply) if jit else apply)(variables)
+        grads = jax.grad(lambda v: jnp.sum(apply(v)[0]))(variables)
+        return {'variables': variables, 'y': y, 'state': state, 'grads': grads}
+
+    flax_outcome, linen_outcome = _outcome(lambda: run(flax_nn)), _outcome(lambda: run(linen_nn))
+    assert flax_outcome[0] == 'ok', flax_outcome
+    _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_values)

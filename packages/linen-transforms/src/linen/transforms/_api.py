@@ -386,16 +386,18 @@ def _scalar_value_and_grad(
     The functional ``lift.value_and_grad`` differentiates the sum of a non-scalar
     value, as Flax's does; Flax's ``nn.grad``/``nn.value_and_grad`` refuse it.
     """
-    body, scope = _on_module(fn, mdl), _module_scope(mdl)
+    scope = _module_scope(mdl)
     primals, _, objects = _args.extract(tuple(primals), {})
+    fields = _args.extract_fields(mdl, objects)
     if objects:
-        # Modules and Variables among the primals are lifted with mdl, as in Flax;
-        # their gradient's place holds a pytree with no leaves, as Flax's placeholder.
-        on_mdl, scope = body, (scope, *_args.scopes_of(objects))
-
-        def body(scopes, *args):
-            args, _ = _args.restore(args, {}, objects, scopes[1:])
-            return on_mdl(scopes[0], *args)
+        # Modules and Variables among the primals, and bound Modules in mdl's fields,
+        # are lifted with mdl, as in Flax (a field module made by the parent would
+        # otherwise update its own scope from inside the trace); a primal's gradient
+        # place holds a pytree with no leaves, as Flax's placeholder.
+        body = _direct.module_body(fn, mdl, objects, fields)
+        scope = (scope, *_args.scopes_of(objects))
+    else:
+        body = _on_module(fn, mdl)
 
     out = _autodiff.value_and_grad(
         body, scope, *primals, has_aux=has_aux, variables=variables, rngs=rngs

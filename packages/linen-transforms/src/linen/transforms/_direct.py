@@ -75,6 +75,12 @@ def lift_direct(
     return DirectLift(scopes, operands, bodies)
 
 
+def module_body(fn: Callable, mdl: Any, objects: list, fields: dict) -> Callable:
+    """``body(scopes, *operands)`` running ``fn`` on a clone of ``mdl`` bound to
+    ``scopes[0]``, the lifted ``objects`` (operands' and fields') rebound to the rest."""
+    return _body(_function_of(fn), mdl, objects, fields)
+
+
 def _body(fn: Callable, mdl: Any, objects: list, fields: dict) -> Callable:
     name = getattr(fn, '__name__', 'fn')
 
