@@ -80,9 +80,11 @@ DEFAULTS: dict[str, dict[str, object]] = {
     # Flax's documented way (`body.variables.get('params', {})`); vjp with the params'
     # cotangents sown; grad of a sum of squares (value_and_grad with value), the
     # forward output as aux; custom_vjp whose backward rule halves the params' cotangents
-    'jvp': {'var_tangents': False},
-    'vjp': {'sow_grads': False},
-    'grad': {'value': False},
+    # filters: variables= and rngs= naming what the wrapped node uses (Flax hides
+    # the rest from the function)
+    'jvp': {'var_tangents': False, 'filters': False},
+    'vjp': {'sow_grads': False, 'filters': False},
+    'grad': {'value': False, 'filters': False},
     'custom_vjp': {'scale': False},
 }
 # The lifted derivatives: their body is a node made in the wrapper's compact method.
@@ -406,6 +408,14 @@ class Lifted(Node):
         src.add('\n'.join(head + [f'        {line}' for line in lines]))
         return Ctor(name)
 
+    def _filters(self, o: dict) -> str:
+        """``variables=``/``rngs=`` keywords naming what the wrapped node uses."""
+        if not o['filters']:
+            return ''
+        collections = sorted(self.inner.collections() | {'params'})
+        rngs = sorted(self.inner.rngs() | {'params'})
+        return f', variables={collections!r}, rngs={rngs!r}'
+
     def _render_jvp(self, src: Source, o: dict) -> Ctor:
         tangents = (
             "{'params': jax.tree_util.tree_map(jnp.ones_like, body.variables.get('params', {}))}"
@@ -414,7 +424,8 @@ class Lifted(Node):
         )
         return self._derivative(src, 'Jvp', [
             'y, t = nn.jvp(',
-            f'    lambda mdl, x: mdl(x), body, (x,), (jnp.ones_like(x),), {tangents}',
+            f'    lambda mdl, x: mdl(x), body, (x,), (jnp.ones_like(x),), {tangents}'
+            f'{self._filters(o)}',
             ')',
             'return y + 0.5 * t',
         ])  # fmt: skip
@@ -422,7 +433,7 @@ class Lifted(Node):
     def _render_vjp(self, src: Source, o: dict) -> Ctor:
         sow = ["self.sow('intermediates', 'grads', grads)"] if o['sow_grads'] else []
         return self._derivative(src, 'Vjp', [
-            'y, bwd = nn.vjp(lambda mdl, x: mdl(x), body, x)',
+            f'y, bwd = nn.vjp(lambda mdl, x: mdl(x), body, x{self._filters(o)})',
             'grads, gx = bwd(jnp.ones_like(y))',
             *sow,
             'return y + 0.5 * gx',
@@ -430,9 +441,9 @@ class Lifted(Node):
 
     def _render_grad(self, src: Source, o: dict) -> Ctor:
         call = (
-            '(value, y), (gx,) = nn.value_and_grad(fn, body, x, has_aux=True)'
+            f'(value, y), (gx,) = nn.value_and_grad(fn, body, x, has_aux=True{self._filters(o)})'
             if o['value']
-            else '(gx,), y = nn.grad(fn, body, x, has_aux=True)'
+            else f'(gx,), y = nn.grad(fn, body, x, has_aux=True{self._filters(o)})'
         )
         return self._derivative(src, 'Grad', [
             'def fn(mdl, x):',
@@ -525,6 +536,8 @@ class Lifted(Node):
             opts['sow_grads'] = True  # a sow grows a loop's carry: Flax refuses it there
         if kind == 'grad' and rng.random() < 0.5:
             opts['value'] = True
+        if kind in ('jvp', 'vjp', 'grad') and rng.random() < 0.3:
+            opts['filters'] = True
         if kind == 'custom_vjp' and rng.random() < 0.5:
             opts['scale'] = True
         if kind == 'map_variables':
