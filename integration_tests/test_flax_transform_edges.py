@@ -26,6 +26,9 @@ message Flax gives at run time (its documentation link left out).
 - ``nn.vjp``, ``nn.jvp``, ``nn.grad`` and ``nn.value_and_grad`` show their function
   only the collections differentiated and those ``variables=`` admits (the others are
   neither readable nor writable there) and only the rng streams ``rngs=`` admits.
+- ``nn.vmap`` and ``nn.scan`` refuse a list as ``in_axes`` (Flax: JAX's pytree
+  structure error, a ``ValueError``), and take a list inside the tuple for a list
+  argument.
 """
 
 from __future__ import annotations
@@ -720,3 +723,70 @@ def test_grad_lifts_field_modules_that_update_their_state_as_flax(transform, sto
     flax_outcome, linen_outcome = _outcome(lambda: run(flax_nn)), _outcome(lambda: run(linen_nn))
     assert flax_outcome[0] == 'ok', flax_outcome
     _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_values)
+
+
+# ------------------------------------------ nn.vmap, nn.scan: in_axes given as a list
+
+
+def _mapped(nn, transform, in_axes, extra_mapped):
+    class Cell(nn.Module):
+        @nn.compact
+        def __call__(self, c, x, extra):
+            y = nn.Dense(4)(x) + extra[0] * extra[1]
+            return (c + y, y) if transform == 'scan' else y
+
+    common = {'split_rngs': {'params': False}, 'in_axes': in_axes}
+    if transform == 'scan':
+        lifted = nn.scan(Cell, variable_broadcast='params', **common)
+    else:
+        lifted = nn.vmap(Cell, variable_axes={'params': None}, **common)
+
+    class Top(nn.Module):
+        @nn.compact
+        def __call__(self, xs):
+            first = jnp.full(xs.shape if extra_mapped else xs.shape[1:], 2.0)
+            out = lifted()(jnp.zeros(4), xs, [first, jnp.float32(3.0)])
+            return {'carry': out[0], 'ys': out[1]} if transform == 'scan' else out
+
+    return Top()
+
+
+# (in_axes of (state, xs, extra) for nn.vmap, of (xs, extra) for nn.scan, whose carry
+# has none; whether Flax refuses it). `extra` is a list: its own axes may be a list.
+AXES = {
+    'tuple': ((None, 0, None), False),
+    'tuple_holding_a_list': ((None, 0, [0, None]), False),
+    'list': ([None, 0, [0, None]], True),
+    'list_of_one_axis_each': ([None, 0, None], True),
+}
+
+
+def _scan_axes(nn, axes):
+    """The same axes for ``nn.scan``: none for the carry, ``nn.broadcast`` for None."""
+    unmapped = lambda a: nn.broadcast if a is None else a
+    return type(axes)(
+        [unmapped(b) for b in a] if isinstance(a, list) else unmapped(a) for a in axes[1:]
+    )
+
+
+@pytest.mark.parametrize('case', list(AXES))
+@pytest.mark.parametrize('transform', ['vmap', 'scan'])
+def test_in_axes_given_as_a_list_is_refused_as_flax(transform, case):
+    in_axes, refused = AXES[case]
+
+    def run(nn):
+        axes = _scan_axes(nn, in_axes) if transform == 'scan' else in_axes
+        model = _mapped(nn, transform, axes, extra_mapped=isinstance(in_axes[2], list))
+        xs = jnp.arange(12.0).reshape(3, 4)
+        variables = model.init(RNGS, xs)
+        return {'variables': variables, 'y': model.apply(variables, xs)}
+
+    flax_outcome, linen_outcome = _outcome(lambda: run(flax_nn)), _outcome(lambda: run(linen_nn))
+    assert (flax_outcome[0] == 'raised') == refused, flax_outcome
+    if refused:  # Flax's message is JAX's pytree structure error; linen's says what to pass
+        assert isinstance(flax_outcome[1], ValueError), flax_outcome
+        assert isinstance(linen_outcome[1], ValueError), linen_outcome
+        assert f'nn.{transform}: in_axes is the list' in str(linen_outcome[1])
+        assert 'pass in_axes=(' in str(linen_outcome[1])
+    else:
+        _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_values)

@@ -21,6 +21,7 @@ from linen.core.lifting import Filter
 from linen.transforms import _pack
 from linen.transforms._axis_markers import SplitAxes
 from linen.transforms.errors import (
+    InAxesListError,
     ScanBroadcastAxisError,
     ScanBroadcastOutputError,
     ScanCarryCreationError,
@@ -63,7 +64,9 @@ def _moveaxis_out(x: Any, axis: int) -> Any:
 
 
 def _per_arg(spec: Any, n: int) -> tuple:
-    if isinstance(spec, (tuple, list)):
+    if isinstance(spec, list):
+        raise InAxesListError('scan', spec)
+    if isinstance(spec, tuple):
         if len(spec) != n:
             raise ScanLengthError(f'in_axes has {len(spec)} entries for {n} scanned arguments')
         return tuple(spec)

@@ -12,7 +12,7 @@ from linen.core import Scope, in_filter, intersect_filters, union_filters
 from linen.core.lifting import Filter
 from linen.transforms import _pack
 from linen.transforms._axis_markers import SplitAxes
-from linen.transforms.errors import TransformAxisSizeError, VmapVariableAxisError
+from linen.transforms.errors import InAxesListError, TransformAxisSizeError, VmapVariableAxisError
 
 
 def _check_mapped_axes(groups, axes, scope: Scope) -> None:
@@ -87,11 +87,11 @@ def vmap(
     writable = functools.reduce(union_filters, directions.outputs, False)
     split_filter = [f for f, do in split_rngs.items() if do]
     metadata_params = dict(metadata_params or {})
-    if isinstance(in_axes, list):
-        in_axes = tuple(in_axes)
     out_only_groups = range(len(directions.inputs), len(in_filters))
 
     def wrapper(scope_or_scopes, *args, **kwargs):
+        if isinstance(in_axes, list):  # at the call, where Flax's pytree error comes
+            raise InAxesListError('vmap', in_axes)
         kwargs = _pack.drop_kwargs('vmap', kwargs)
         # Flax's multi-scope form: a pytree of scopes (tuple, list, dict) is lifted
         # together and ``fn`` receives the inner scopes in the same structure.

@@ -208,6 +208,21 @@ class ModuleArgumentUnsupportedError(TransformArgumentError, NotImplementedError
         )
 
 
+class InAxesListError(TransformArgumentError):
+    """``nn.vmap`` or ``nn.scan`` got a list as ``in_axes``: as in Flax, whose
+    transforms raise a pytree structure error (a ``ValueError``) there, ``in_axes`` is
+    an axis (or ``nn.broadcast``) for every argument or a tuple with one entry per
+    positional argument; ``jax.vmap`` alone reads a list as a tuple. A list inside the
+    tuple, the axes of an argument that is itself a list, is fine.
+    """
+
+    def __init__(self, transform: str, in_axes: list):
+        super().__init__(
+            f'nn.{transform}: in_axes is the list {in_axes!r}; it must be an axis or a tuple '
+            f'with one entry per positional argument: pass in_axes={tuple(in_axes)!r}.'
+        )
+
+
 class ReduceAxesArgumentError(TransformArgumentError, NotImplementedError):
     """``reduce_axes=`` given to ``nn.grad``, ``nn.value_and_grad`` or ``nn.vjp``: JAX
     removed the argument, and Flax raises ``NotImplementedError`` with the same first
