@@ -55,6 +55,7 @@ def test_errors_are_linen_errors_with_public_module_paths():
         transform_errors.TransformAxisSizeError,
         transform_errors.ScanLengthError,
         transform_errors.TransformArgumentError,
+        transform_errors.InAxesListError,
         transform_errors.VmapVariableAxisError,
     ):
         assert issubclass(cls, LinenError) and issubclass(cls, ValueError)

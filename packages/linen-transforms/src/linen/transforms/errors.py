@@ -16,6 +16,7 @@ __all__ = [
     'RematStaticArgnumsError',
     'ModuleArgumentUnsupportedError',
     'ReduceAxesArgumentError',
+    'InAxesListError',
     'VmapVariableAxisError',
 ]
 
