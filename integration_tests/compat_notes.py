@@ -69,18 +69,18 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
         ),
         **{
             n: (
-                'differs',
+                'supported',
                 "Modules and Variables among the operands and in `mdl`'s fields are lifted, "
-                'as in Flax. Differs: the `variables=` and `rngs=` filters are accepted but '
-                'every collection and rng stream is lifted, so a program Flax runs gives the '
-                'same result, while a branch touching a collection outside the filter is '
-                'not rejected as in Flax.',
+                'and a branch sees only the collections `variables=` and the rng streams '
+                '`rngs=` admit, as in Flax.',
             )
             for n in ('cond', 'switch')
         },
         'while_loop': (
             'supported',
-            "Modules and Variables in the carry and in `mdl`'s fields are lifted, as in Flax.",
+            "Modules and Variables in the carry and in `mdl`'s fields are lifted, and the "
+            'body sees only the `carry_variables` and `broadcast_variables` collections and '
+            'the rng streams `split_rngs` names, as in Flax.',
         ),
         'add_metadata_axis': (
             'supported',

@@ -25,7 +25,10 @@ message Flax gives at run time (its documentation link left out).
   submodules made in ``setup`` or a compact method, and fields holding none, run.
 - ``nn.vjp``, ``nn.jvp``, ``nn.grad`` and ``nn.value_and_grad`` show their function
   only the collections differentiated and those ``variables=`` admits (the others are
-  neither readable nor writable there) and only the rng streams ``rngs=`` admits.
+  neither readable nor writable there) and only the rng streams ``rngs=`` admits;
+  ``nn.cond`` and ``nn.switch`` show their branches the collections and streams their
+  filters admit; ``nn.while_loop`` shows its body the carried and broadcast
+  collections and the streams ``split_rngs`` names.
 - ``nn.vmap`` and ``nn.scan`` refuse a list as ``in_axes`` (Flax: JAX's pytree
   structure error, a ``ValueError``), and take a list inside the tuple for a list
   argument.
@@ -610,7 +613,7 @@ def test_derivatives_refuse_module_fields_as_flax(transform, holder, adopted):
     _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_values)
 
 
-# -------------------------- nn.vjp, nn.jvp, nn.grad, nn.value_and_grad: variables=, rngs=
+# ------------- nn.vjp, nn.jvp, nn.grad, nn.value_and_grad, nn.cond, nn.switch: variables=, rngs=
 
 
 def _filtered(nn, transform, filters):
@@ -631,6 +634,10 @@ def _filtered(nn, transform, filters):
         if transform == 'jvp':
             y, t = nn.jvp(fn, body, (x,), (jnp.ones_like(x),), {}, **kw)
             return y + t
+        if transform == 'cond':
+            return nn.cond(jnp.sum(x) > 0, fn, lambda mdl, x: 2 * mdl(x), body, x, **kw)
+        if transform == 'switch':
+            return nn.switch(1, [fn, lambda mdl, x: 2 * mdl(x)], body, x, **kw)
         scalar = lambda mdl, x: jnp.sum(mdl(x))
         if transform == 'grad':
             return x + nn.grad(scalar, body, x, **kw)[0]
@@ -656,8 +663,8 @@ FILTERS = {
 
 
 @pytest.mark.parametrize('case', list(FILTERS))
-@pytest.mark.parametrize('transform', ['vjp', 'jvp', 'grad', 'value_and_grad'])
-def test_derivatives_apply_their_variables_and_rngs_filters_as_flax(transform, case):
+@pytest.mark.parametrize('transform', ['vjp', 'jvp', 'grad', 'value_and_grad', 'cond', 'switch'])
+def test_lifted_transforms_apply_their_variables_and_rngs_filters_as_flax(transform, case):
     filters, refused = FILTERS[case]
 
     def run(nn):
@@ -788,5 +795,78 @@ def test_in_axes_given_as_a_list_is_refused_as_flax(transform, case):
         assert isinstance(linen_outcome[1], ValueError), linen_outcome
         assert f'nn.{transform}: in_axes is the list' in str(linen_outcome[1])
         assert 'pass in_axes=(' in str(linen_outcome[1])
+    else:
+        _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_values)
+
+
+# ------------------------------ nn.while_loop: what the body sees of the collections
+
+
+def _looped(nn, uses, kw):
+    class Body(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.Dense(4)(x)
+            if 'batch_stats' in uses:
+                x = nn.BatchNorm(use_running_average=True)(x)
+            if 'counter' in uses:
+                n = self.variable('counter', 'n', lambda: jnp.zeros((), jnp.int32))
+                if not self.is_initializing():
+                    n.value += 1
+            if 'dropout' in uses:
+                x = nn.Dropout(0.5, deterministic=False)(x)
+            return x
+
+    class Top(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            body = Body()
+            if self.is_initializing():
+                return body(x)
+            step = lambda mdl, c: (c[0] + 1, mdl(c[1]))
+            return nn.while_loop(lambda mdl, c: c[0] < 3, step, body, (0, x), **kw)[1]
+
+    return Top()
+
+
+# (what the body uses besides params, the loop's arguments, whether Flax refuses it)
+LOOPS = {
+    'defaults': ((), {}, False),
+    'broadcast_params_reads_batch_stats': (
+        ('batch_stats',),
+        {'broadcast_variables': 'params'},
+        True,
+    ),
+    'broadcast_both': (('batch_stats',), {'broadcast_variables': ['params', 'batch_stats']}, False),
+    'broadcast_nothing': ((), {'broadcast_variables': False}, True),
+    'carry_params_only': ((), {'carry_variables': 'params', 'broadcast_variables': False}, False),
+    'dropout_not_named': (('dropout',), {}, True),
+    'dropout_split': (('dropout',), {'split_rngs': {'dropout': True}}, False),
+    'dropout_not_split': (('dropout',), {'split_rngs': {'dropout': False}}, False),
+    'every_stream_split': (('dropout',), {'split_rngs': {True: True}}, False),
+    'counter_carried': (('counter',), {'carry_variables': 'counter'}, False),
+    'counter_not_carried': (('counter',), {}, True),
+    'counter_carried_params_broadcast': (
+        ('counter',),
+        {'carry_variables': 'counter', 'broadcast_variables': 'params'},
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize('case', list(LOOPS))
+def test_while_loop_body_sees_the_carried_and_broadcast_collections_as_flax(case):
+    uses, kw, refused = LOOPS[case]
+
+    def run(nn):
+        model = _looped(nn, uses, kw)
+        variables = model.init(RNGS, X)
+        y, state = model.apply(variables, X, rngs={'dropout': jax.random.key(2)}, mutable=True)
+        return {'variables': variables, 'y': y, 'state': state}
+
+    flax_outcome, linen_outcome = _outcome(lambda: run(flax_nn)), _outcome(lambda: run(linen_nn))
+    assert (flax_outcome[0] == 'raised') == refused, flax_outcome
+    if refused:  # the message names the scope by its path, which Flax words otherwise
+        assert type(linen_outcome[1]).__name__ == type(flax_outcome[1]).__name__, linen_outcome
     else:
         _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_values)

@@ -476,7 +476,9 @@ def cond(
     lifted too, as in Flax.
     """
     lifted = _direct.lift_direct((true_fun, false_fun), mdl, operands, 'cond')
-    return _control.cond(pred, *lifted.bodies, lifted.scopes, *lifted.operands)
+    return _control.cond(
+        pred, *lifted.bodies, lifted.scopes, *lifted.operands, variables=variables, rngs=rngs
+    )
 
 
 def switch(
@@ -489,7 +491,9 @@ def switch(
 ):
     """Lifted ``lax.switch``; each branch gets ``(mdl, *operands)`` (lifted as in ``cond``)."""
     lifted = _direct.lift_direct(tuple(branches), mdl, operands, 'switch')
-    return _control.switch(index, lifted.bodies, lifted.scopes, *lifted.operands)
+    return _control.switch(
+        index, lifted.bodies, lifted.scopes, *lifted.operands, variables=variables, rngs=rngs
+    )
 
 
 def while_loop(

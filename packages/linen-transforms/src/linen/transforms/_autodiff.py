@@ -16,7 +16,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from linen.core import in_filter, intersect_filters, union_filters
 from linen.core.lifting import Filter
 from linen.transforms import _pack
 from linen.transforms.errors import ReduceAxesArgumentError
@@ -26,21 +25,6 @@ def _split(state: _pack.ScopeTree, diff_filter: Filter, variables: Filter = True
     """Per scope: the ``diff_filter`` collections, and the others ``variables`` admits."""
     groups = [_pack.group_variables(v, (diff_filter, variables)) for v in state.variables]
     return [d for d, _, _ in groups], [o for _, o, _ in groups]
-
-
-def _mutable(state: _pack.ScopeTree, *seen: Filter) -> Filter | None:
-    """What the function may change: the outer mutable collections it sees (None: the
-    outer scope's, when ``variables`` lets it see every collection)."""
-    if any(f is True for f in seen):
-        return None
-    return intersect_filters(state.scopes[0].mutable, functools.reduce(union_filters, seen))
-
-
-def _keys(state: _pack.ScopeTree, rngs: Filter) -> list[dict[str, Any]] | None:
-    """Per scope: the rng keys of the streams ``rngs`` admits (None: all of them)."""
-    if rngs is True:
-        return None
-    return [{n: k for n, k in keys.items() if in_filter(rngs, n)} for keys in state.keys]
 
 
 def vjp(
@@ -63,7 +47,7 @@ def vjp(
         raise ReduceAxesArgumentError('vjp')
     state = _pack.ScopeTree(scope)
     diff_vars, other_vars = _split(state, vjp_variables, variables)
-    keys, mutable = _keys(state, rngs), _mutable(state, vjp_variables, variables)
+    keys, mutable = state.admitted_keys(rngs), state.mutable_seen(vjp_variables, variables)
 
     def inner(diff_vars, *primals):
         visible = [{**d, **o} for d, o in zip(diff_vars, other_vars)]
@@ -141,7 +125,7 @@ def jvp(
     """
     state = _pack.ScopeTree(scope)
     per_scope = state.flatten_like(variable_tangents)
-    keys = _keys(state, rngs)
+    keys = state.admitted_keys(rngs)
     diff_vars, other_vars, var_tangents = [], [], []
     for v, t in zip(state.variables, per_scope):
         cols = tuple(t.keys())
@@ -156,7 +140,7 @@ def jvp(
         )
 
     differentiated = tuple(sorted({c for t in per_scope for c in t}))
-    mutable = _mutable(state, differentiated, variables)
+    mutable = state.mutable_seen(differentiated, variables)
 
     def inner(diff_vars, *primals):
         visible = [{**d, **o} for d, o in zip(diff_vars, other_vars)]

@@ -1,6 +1,7 @@
 """Lifted ``cond``, ``switch`` and ``while_loop`` over scopes.
 
-Every branch sees the same variables; the collections a branch writes come out
+Every branch sees the same variables (those the ``variables`` filter admits, with
+the rng streams ``rngs`` admits); the collections a branch writes come out
 of the primitive, so branches must create and update variables of the same
 structure (as ``lax.cond`` requires of any output).
 """
@@ -18,13 +19,24 @@ from linen.core.lifting import Filter
 from linen.transforms import _pack
 
 
-def _branch(state: _pack.ScopeTree, fn: Callable):
-    def run(*operands):
-        tree, inner = state.inner(state.variables)
-        y = fn(tree, *operands)
-        return y, _pack.mutated_per_scope(inner)
+def _branches(state: _pack.ScopeTree, fns: Sequence[Callable], variables: Filter, rngs: Filter):
+    """Each of ``fns`` as a branch over the inner scopes; as in Flax, a branch sees only
+    the collections ``variables`` admits (and changes only those) and only the rng
+    streams ``rngs`` admits."""
+    visible = state.variables
+    if variables is not True:
+        visible = [_pack.group_variables(v, (variables,))[0] for v in visible]
+    keys, mutable = state.admitted_keys(rngs), state.mutable_seen(variables)
 
-    return run
+    def branch(fn):
+        def run(*operands):
+            tree, inner = state.inner(visible, keys, mutable)
+            y = fn(tree, *operands)
+            return y, _pack.mutated_per_scope(inner)
+
+        return run
+
+    return [branch(fn) for fn in fns]
 
 
 def cond(
@@ -41,7 +53,8 @@ def cond(
     ``scope`` may be a pytree of scopes; the branches get the inner ones alike.
     """
     state = _pack.ScopeTree(scope)
-    y, mutated = lax.cond(pred, _branch(state, true_fun), _branch(state, false_fun), *operands)
+    branches = _branches(state, (true_fun, false_fun), variables, rngs)
+    y, mutated = lax.cond(pred, *branches, *operands)
     state.write_back(mutated)
     return y
 
@@ -56,7 +69,7 @@ def switch(
 ):
     """``lax.switch`` over ``branches``, each ``branch(scope, *operands)``."""
     state = _pack.ScopeTree(scope)
-    y, mutated = lax.switch(index, [_branch(state, b) for b in branches], *operands)
+    y, mutated = lax.switch(index, _branches(state, branches, variables, rngs), *operands)
     state.write_back(mutated)
     return y
 
@@ -70,16 +83,20 @@ def while_loop(
     broadcast_variables: Filter = True,
     split_rngs: Mapping[Filter, bool] | None = None,
 ):
-    """``lax.while_loop``; ``carry_variables`` are threaded (mutable), the rest read-only.
+    """``lax.while_loop``; ``carry_variables`` are threaded (mutable), the
+    ``broadcast_variables`` read-only, and the body sees no other collection.
 
-    Split rng streams get the iteration number folded into their key. ``scope``
-    may be a pytree of scopes.
+    As in Flax, the body sees only the rng streams ``split_rngs`` names: those set to
+    True get the iteration number folded into their key. ``scope`` may be a pytree
+    of scopes.
     """
     state = _pack.ScopeTree(scope)
-    split_groups = [_pack.group_variables(v, (carry_variables,)) for v in state.variables]
-    carry_vars = [c for c, _ in split_groups]
-    bcast_vars = [b for _, b in split_groups]
-    split = [f for f, do in (split_rngs or {}).items() if do]
+    filters = (carry_variables, broadcast_variables)
+    split_groups = [_pack.group_variables(v, filters) for v in state.variables]
+    carry_vars = [c for c, _, _ in split_groups]
+    bcast_vars = [b for _, b, _ in split_groups]
+    split_rngs = split_rngs or {}
+    split = [f for f, do in split_rngs.items() if do]
     mutable = carry_variables
 
     def keys_at(i):
@@ -87,6 +104,7 @@ def while_loop(
             {
                 k: (jax.random.fold_in(v, i) if any(in_filter(f, k) for f in split) else v)
                 for k, v in keys.items()
+                if any(in_filter(f, k) for f in split_rngs)
             }
             for keys in state.keys
         ]

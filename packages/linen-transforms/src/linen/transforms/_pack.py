@@ -10,13 +10,14 @@ entry per group, known before tracing.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
 
-from linen.core import Scope, in_filter, meta
+from linen.core import Scope, in_filter, intersect_filters, meta, union_filters
 from linen.core.lifting import (
     Filter,
     RngStream,
@@ -279,6 +280,20 @@ class ScopeTree:
     def flatten_like(self, tree: Any) -> list[Any]:
         """The per-scope entries of ``tree``, which has the scope tree's structure."""
         return self.treedef.flatten_up_to(tree)
+
+    def admitted_keys(self, rngs: Filter) -> list[dict[str, Any]] | None:
+        """Per scope: the rng keys of the streams ``rngs`` admits (None: all of them)."""
+        if rngs is True:
+            return None
+        return [{n: k for n, k in keys.items() if in_filter(rngs, n)} for keys in self.keys]
+
+    def mutable_seen(self, *seen: Filter) -> Filter | None:
+        """What a body seeing the collections ``seen`` admits may change: the outer
+        mutable collections among them (None: the outer scope's, when one filter
+        admits every collection)."""
+        if any(f is True for f in seen):
+            return None
+        return intersect_filters(self.scopes[0].mutable, functools.reduce(union_filters, seen))
 
     def inner(
         self,
