@@ -70,11 +70,16 @@ DEFAULTS: dict[str, dict[str, object]] = {
     'remat': {'prevent_cse': True, 'policy': None, 'static_flag': None},
     'jit': {'static_flag': None},
     'map_variables': {'scale_in': False, 'mutable': False, 'init_always': False},
-    'cond': {},
+    # filters: variables= and rngs= naming what the branches use (Flax hides the
+    # rest from them)
+    'cond': {'filters': False},
     # how the branch index derives from the input: clipped to the three branches, an
     # argmax of the first features, or rounded and out of range (lax.switch clamps)
-    'switch': {'index': 'clip'},
-    'while_loop': {'split_dropout': True},
+    'switch': {'index': 'clip', 'filters': False},
+    # broadcast_all: broadcast_variables=True (Flax's default) rather than 'params';
+    # params_rng: split_rngs names the params stream (False: the body sees no params
+    # stream, as Flax hides a stream split_rngs does not name)
+    'while_loop': {'split_dropout': True, 'broadcast_all': False, 'params_rng': True},
     # the lifted derivatives, each over the wrapped node made in a compact method:
     # jvp with a ones tangent for the input and, with var_tangents, for the params
     # Flax's documented way (`body.variables.get('params', {})`); vjp with the params'
@@ -147,7 +152,8 @@ class Lifted(Node):
             yield self.other
             yield replace(self, other=None)
         if self.kind == 'switch':  # the plainer branching transform
-            yield replace(self, kind='cond', opts=())
+            kept = tuple(o for o in self.opts if o[0] == 'filters')
+            yield replace(self, kind='cond', opts=kept)
         for key, value in self.opts:
             if DEFAULTS[self.kind][key] != value:
                 yield replace(self, opts=tuple(o for o in self.opts if o[0] != key))
@@ -354,7 +360,8 @@ class Lifted(Node):
             f'            return {make}(x)\n'
             f'        def on_false(mdl, x):\n'
             f'            return -{last}(x)\n'
-            f'        return nn.cond(jnp.sum(x) > 0, on_true, on_false, self, x)'
+            f'        return nn.cond(jnp.sum(x) > 0, on_true, on_false, self, x'
+            f'{self._filters(o)})'
         )
         return Ctor(name)
 
@@ -372,7 +379,8 @@ class Lifted(Node):
             f'        def third(mdl, x):\n'
             f'            return 0.5 * {last}(x)\n'
             f'        index = {_SWITCH_INDEX[o["index"]]}\n'
-            f'        return nn.switch(index, [first, second, third], self, x)'
+            f'        return nn.switch(index, [first, second, third], self, x'
+            f'{self._filters(o)})'
         )
         return Ctor(name)
 
@@ -380,6 +388,8 @@ class Lifted(Node):
         inner = self.inner.render(src)
         name = src.fresh('Loop')
         carried = sorted(self.inner.collections() & MUTABLE_STATE)
+        broadcast = '' if o['broadcast_all'] else ", broadcast_variables='params'"
+        params_rng = "'params': False, " if o['params_rng'] else ''
         src.add(
             f'class {name}(nn.Module):\n'
             f'    def setup(self):\n'
@@ -392,8 +402,8 @@ class Lifted(Node):
             f'            return c[0] + 1, mdl.body(c[1])\n'
             f'        _, x = nn.while_loop(\n'
             f'            cond_fn, body_fn, self, (jnp.array(0), x),\n'
-            f"            carry_variables={carried!r}, broadcast_variables='params',\n"
-            f"            split_rngs={{'params': False, 'dropout': {o['split_dropout']}, "
+            f'            carry_variables={carried!r}{broadcast},\n'
+            f"            split_rngs={{{params_rng}'dropout': {o['split_dropout']}, "
             f"'noise': {o['split_dropout']}}},\n"
             f'        )\n'
             f'        return x'
@@ -409,11 +419,11 @@ class Lifted(Node):
         return Ctor(name)
 
     def _filters(self, o: dict) -> str:
-        """``variables=``/``rngs=`` keywords naming what the wrapped node uses."""
+        """``variables=``/``rngs=`` keywords naming what the wrapped nodes use."""
         if not o['filters']:
             return ''
-        collections = sorted(self.inner.collections() | {'params'})
-        rngs = sorted(self.inner.rngs() | {'params'})
+        collections = sorted({'params'}.union(*(k.collections() for k in self.kids())))
+        rngs = sorted({'params'}.union(*(k.rngs() for k in self.kids())))
         return f', variables={collections!r}, rngs={rngs!r}'
 
     def _render_jvp(self, src: Source, o: dict) -> Ctor:
@@ -536,7 +546,7 @@ class Lifted(Node):
             opts['sow_grads'] = True  # a sow grows a loop's carry: Flax refuses it there
         if kind == 'grad' and rng.random() < 0.5:
             opts['value'] = True
-        if kind in ('jvp', 'vjp', 'grad') and rng.random() < 0.3:
+        if kind in ('jvp', 'vjp', 'grad', *BRANCHING) and rng.random() < 0.3:
             opts['filters'] = True
         if kind == 'custom_vjp' and rng.random() < 0.5:
             opts['scale'] = True
@@ -547,8 +557,13 @@ class Lifted(Node):
                 opts['mutable'] = True
             if rng.random() < 0.05:
                 opts['init_always'] = True
-        if kind == 'while_loop' and rng.random() < 0.3:
-            opts['split_dropout'] = False
+        if kind == 'while_loop':
+            if rng.random() < 0.3:
+                opts['split_dropout'] = False
+            if rng.random() < 0.3:
+                opts['broadcast_all'] = True
+            if rng.random() < 0.2:
+                opts['params_rng'] = False
         defaults = DEFAULTS[kind]
         kept = tuple((k, v) for k, v in opts.items() if defaults[k] != v)
         return Lifted(kind, inner, kept, other)
