@@ -473,7 +473,8 @@ def cond(
     """Lifted ``lax.cond``; both branches get ``(mdl, *operands)``.
 
     Modules and Variables among the operands (and Modules in ``mdl``'s fields) are
-    lifted too, as in Flax.
+    lifted too, as in Flax. A branch sees (and may change) only the collections
+    ``variables`` admits and draws only from the rng streams ``rngs`` admits.
     """
     lifted = _direct.lift_direct((true_fun, false_fun), mdl, operands, 'cond')
     return _control.cond(
@@ -505,7 +506,9 @@ def while_loop(
     broadcast_variables: Any = True,
     split_rngs: Mapping[Any, bool] = {},
 ):
-    """Lifted ``lax.while_loop``; ``carry_variables`` are threaded, the rest read-only.
+    """Lifted ``lax.while_loop``; ``carry_variables`` are threaded, ``broadcast_variables``
+    read-only, and (as in Flax) the functions see no other collection and only the rng
+    streams ``split_rngs`` names (those set to True fold in the iteration).
 
     Modules and Variables in ``init`` (and Modules in ``mdl``'s fields) are lifted,
     as in Flax; ``body_fn`` may not return them (``TransformedMethodReturnValueError``).
