@@ -29,6 +29,9 @@ message Flax gives at run time (its documentation link left out).
   ``nn.cond`` and ``nn.switch`` show their branches the collections and streams their
   filters admit; ``nn.while_loop`` shows its body the carried and broadcast
   collections and the streams ``split_rngs`` names.
+- A gradient through a lifted derivative (``nn.grad``, ``nn.vjp``, ``nn.jvp`` of a
+  layer, a shared module calling it twice under ``nn.vmap``) is Flax's to the bit,
+  jitted and eager: the layers inside emit Flax's operations one by one (F36).
 - ``nn.vmap`` and ``nn.scan`` refuse a list as ``in_axes`` (Flax: JAX's pytree
   structure error, a ``ValueError``), and take a list inside the tuple for a list
   argument.
@@ -870,3 +873,59 @@ def test_while_loop_body_sees_the_carried_and_broadcast_collections_as_flax(case
         assert type(linen_outcome[1]).__name__ == type(flax_outcome[1]).__name__, linen_outcome
     else:
         _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_values)
+
+
+def _nested_derivative_model(nn, layer: str, derivative: str):
+    """A module applying ``derivative`` to ``layer`` (made in the function's module),
+    shared and called twice under ``nn.vmap``: a gradient of it is reverse over
+    reverse (or over forward, for ``jvp``) through the layer."""
+    make = {
+        'LayerNorm': lambda: nn.LayerNorm(),
+        'RMSNorm': lambda: nn.RMSNorm(),
+        'GroupNorm': lambda: nn.GroupNorm(num_groups=1),
+        'Dense': lambda: nn.Dense(3),
+    }[layer]
+
+    class Derived(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            body = make()
+
+            def fn(mdl, x):
+                y = mdl(x)
+                return jnp.sum(y * y), y
+
+            if derivative == 'grad':
+                (gx,), y = nn.grad(fn, body, x, has_aux=True)
+            elif derivative == 'vjp':
+                y, bwd = nn.vjp(lambda mdl, x: mdl(x), body, x)
+                _, gx = bwd(jnp.ones_like(y))
+            else:
+                y, gx = nn.jvp(lambda mdl, x: mdl(x), body, (x,), (jnp.ones_like(x),), {})
+            return y + 0.5 * gx
+
+    class Twice(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            shared = Derived()
+            return shared(shared(x))
+
+    return nn.vmap(Twice, variable_axes={'params': 0}, split_rngs={'params': True}, in_axes=0)()
+
+
+@pytest.mark.parametrize('derivative', ['grad', 'vjp', 'jvp'])
+@pytest.mark.parametrize('layer', ['LayerNorm', 'RMSNorm', 'GroupNorm', 'Dense'])
+def test_gradient_through_a_lifted_derivative_is_flaxs_to_the_bit(layer, derivative):
+    x = jax.random.normal(jax.random.key(3), (4, 3))
+    theirs = _nested_derivative_model(flax_nn, layer, derivative)
+    ours = _nested_derivative_model(linen_nn, layer, derivative)
+    params = theirs.init(jax.random.key(0), x)['params']
+
+    def gradient(model):
+        return jax.grad(lambda p: jnp.sum(model.apply({'params': p}, x)))
+
+    for what, run in (('eager', lambda f: f), ('jitted', jax.jit)):
+        expected = run(gradient(theirs))(params)
+        got = run(gradient(ours))(params)
+        for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(expected)):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=what)

@@ -161,15 +161,6 @@ def jit_disabled() -> bool:
     return bool(jax.config.jax_disable_jit)
 
 
-def jax_inlines_staged_calls_early() -> bool:
-    """Whether the installed JAX has ``jax.Inline`` (trace-time inlining is
-    ``Inline.JAX_EARLY``): F36's reverse-over-reverse programs regroup their sums there
-    (seen at 0.12.1), not at the JAX 0.10 end."""
-    import jax
-
-    return hasattr(jax, 'Inline')
-
-
 _LIFTED_STAGES = ('apply', 'jit_apply', 'grad', 'method', 'bind')
 
 KNOWN: tuple[KnownFinding, ...] = (
@@ -275,18 +266,6 @@ KNOWN: tuple[KnownFinding, ...] = (
         frozenset({'lift.scan', 'lift.scan.carry_state=True'}),
         (),
         only_if=jit_disabled,
-    ),
-    KnownFinding(
-        'F36',
-        "the gradient of a program holding a lifted derivative (the runner's grad stage "
-        "over an nn.grad, nn.vjp...): at the newest JAX end (0.12.1; not at 0.10) the layers' staged calls regroup "
-        "a few cotangent sums of the reverse-over-reverse program, 1 ulp off Flax's",
-        ('grad',),
-        ('values-ulp',),
-        frozenset(),
-        ('grad_values_ulp_2',),
-        any_of=frozenset({'lift.grad', 'lift.vjp', 'lift.custom_vjp'}),
-        only_if=jax_inlines_staged_calls_early,
     ),
     KnownFinding(
         'F20',

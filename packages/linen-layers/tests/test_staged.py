@@ -39,10 +39,11 @@ def direct(monkeypatch):
     no one-operation cached calls: bare ``lax`` primitives)."""
 
     def switch():
-        for module in (linear_module, dot_product_module, norm_stats_module):
+        for module in (linear_module, norm_stats_module):
             monkeypatch.setattr(module, 'is_staged', lambda x: False)
-        # Dense tests a value's type inline: no value has type NoneType.
-        monkeypatch.setattr(linear_module, 'STAGING_TRACER', type(None))
+        # Dense and attention test a value's type inline: no value has type NoneType.
+        for module in (linear_module, dot_product_module):
+            monkeypatch.setattr(module, 'STAGING_TRACER', type(None))
         monkeypatch.setattr(linear_module, '_inlined_bias_add', linear_module._bias_add)
         monkeypatch.setattr(
             linear_module, '_inlined_reshaped_bias_add', linear_module._reshaped_bias_add

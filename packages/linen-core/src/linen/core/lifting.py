@@ -24,7 +24,9 @@ underscore-free modules is part of that promise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from linen.core._cacheable import cacheable as cacheable
@@ -40,11 +42,37 @@ __all__ = [
     'binding_variables',
     'cacheable',
     'detached_scope',
+    'in_nested_derivative',
+    'nested_derivative',
     'path_hash',
     'scope_collection',
     'thaw',
     'writable_scope_collection',
 ]
+
+
+_NESTED_DERIVATIVE: ContextVar[bool] = ContextVar('linen_nested_derivative', default=False)
+
+
+@contextlib.contextmanager
+def nested_derivative() -> Iterator[None]:
+    """Marks the code run inside as a derivative's function under another derivative.
+
+    A lifted ``vjp``/``jvp`` whose inputs already carry a derivative (a gradient of a
+    gradient) runs its function under this; layers then emit their operations one by
+    one rather than as cached staged calls, whose derivatives of derivatives JAX may
+    sum in another order (see linen-layers' ``_staged.py``).
+    """
+    token = _NESTED_DERIVATIVE.set(True)
+    try:
+        yield
+    finally:
+        _NESTED_DERIVATIVE.reset(token)
+
+
+def in_nested_derivative() -> bool:
+    """Whether the code runs under :func:`nested_derivative`."""
+    return _NESTED_DERIVATIVE.get()
 
 
 def thaw(tree: Any) -> Any:

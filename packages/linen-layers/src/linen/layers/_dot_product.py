@@ -18,7 +18,7 @@ import numpy as np
 
 from linen.layers._dtypes import canonicalize_dtype, promote_dtype
 from linen.layers._explicit import contraction_out_sharding, explicit_mesh, inferable_operands
-from linen.layers._staged import is_staged, staged
+from linen.layers._staged import STAGING_TRACER, nested_derivative, staged
 from linen.layers._types import shape_of
 from linen.layers.errors import (
     AttentionInputShapeError,
@@ -185,10 +185,14 @@ _staged_weights = staged(_weights_body, static_argnums=(4, 5, 6))
 _staged_weighted_sum = staged(_weighted_sum_body, static_argnums=2)
 
 
-def _stageable(*arrays) -> bool:
-    """Whether the default path may run staged: a staging trace, no explicit mesh axes.
-    (Its precision is hashable: ``jnp.einsum`` takes it as a static argument too.)"""
-    return any(is_staged(a) for a in arrays) and explicit_mesh(*arrays) is None
+def _stageable(a, b) -> bool:
+    """Whether the default path on ``a`` and ``b`` may run staged: a staging trace, no
+    explicit mesh axes, and no gradient of a gradient to regroup its sums (F36). (Its
+    precision is hashable: ``jnp.einsum`` takes it as a static argument too.)"""
+    staged_a, staged_b = type(a) is STAGING_TRACER, type(b) is STAGING_TRACER
+    if not (staged_a or staged_b) or explicit_mesh(a, b) is not None:
+        return False
+    return (staged_a and staged_b) or not nested_derivative(a, b)
 
 
 def _logits_shape(query, key) -> tuple:

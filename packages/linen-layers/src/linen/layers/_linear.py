@@ -17,6 +17,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.core import Tracer
 
 from linen.core.lifting import cacheable
 from linen.core.meta import Partitioned
@@ -30,7 +31,13 @@ from linen.layers._explicit import (
     inferable_dot_general_operands,
     match_trailing,
 )
-from linen.layers._staged import STAGING_TRACER, is_staged, one_op_exact, staged
+from linen.layers._staged import (
+    STAGING_TRACER,
+    is_staged,
+    nested_derivative,
+    one_op_exact,
+    staged,
+)
 from linen.layers._types import shape_of
 from linen.layers._typing import Array, Dtype
 from linen.layers.errors import (
@@ -92,6 +99,8 @@ def _add_bias(y, bias):
     if bias is None:
         return y
     if explicit_mesh(bias, y) is None:
+        if type(y) is not STAGING_TRACER and isinstance(y, Tracer) and nested_derivative(y, bias):
+            return _bias_add(y, bias)  # no staged call under a gradient of a gradient (F36)
         # (the usual case: one cached call, see _dense_bias_add)
         return _dense_bias_add(y, bias)
     return y + match_trailing(_with_rank(bias, y.ndim), y)
@@ -228,15 +237,21 @@ class Dense(Module):
                 # (is_staged inline: the eager path pays no call for the test)
                 precision = self.precision
                 hashable = precision is None or _static_ok(precision)
-                if type(inputs) is STAGING_TRACER or type(kernel) is STAGING_TRACER:
-                    if hashable:
+                staging_in = type(inputs) is STAGING_TRACER
+                if staging_in or type(kernel) is STAGING_TRACER:
+                    # One operand differentiated (a gradient's trace): staged unless
+                    # a gradient of a gradient would regroup its sums (F36).
+                    if hashable and (
+                        (staging_in and type(kernel) is STAGING_TRACER)
+                        or not nested_derivative(inputs, kernel, bias)
+                    ):
                         return _staged_dense(inputs, kernel, bias, precision)
                 numbers = (((len(shape) - 1,), (0,)), ((), ()))  # _last_axis_numbers, inline
                 if hashable and one_op_exact(inputs, kernel):
                     y = _one_dot(inputs, kernel, numbers, precision)
-                else:
-                    y = lax.dot_general(inputs, kernel, numbers, precision=precision)
-                return _dense_bias_add(y, bias)
+                    return _dense_bias_add(y, bias)
+                y = lax.dot_general(inputs, kernel, numbers, precision=precision)
+                return _add_bias(y, bias)
             # Explicit mesh axes: Flax's `lax.dot_general`, given an output sharding
             # only where both sides of the contraction are sharded (Flax raises
             # there). Not `jnp.matmul`: under an eager grad its one compiled backward
@@ -369,6 +384,10 @@ class DenseGeneral(Module):
             and self.dot_general_cls is None
             and (is_staged(inputs) or is_staged(kernel))
             and _static_ok(self.precision)
+            and (
+                (type(inputs) is STAGING_TRACER and type(kernel) is STAGING_TRACER)
+                or not nested_derivative(inputs, kernel, bias)
+            )
         ):
             return _staged_dense_general(
                 inputs, kernel, bias, dimension_numbers, self.precision, bias_out_shape
@@ -398,6 +417,12 @@ class DenseGeneral(Module):
             # the output's rank (strict rank promotion forbids implicit broadcasting).
             if explicit:
                 out = out + match_trailing(lax.reshape(bias, bias_out_shape), out)
+            elif (
+                type(out) is not STAGING_TRACER
+                and isinstance(out, Tracer)
+                and nested_derivative(out, bias)
+            ):
+                out = _reshaped_bias_add(out, bias, bias_out_shape)  # (F36)
             else:
                 # (one operation on values: staged, traced or not; see `_staged.py`)
                 out = _inlined_reshaped_bias_add(out, bias, bias_out_shape)

@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import jax.numpy as jnp
+from jax import lax
+from jax.core import Tracer
 
 from linen.layers import initializers
 from linen.layers._norm_stats import (
@@ -32,6 +34,7 @@ from linen.layers._norm_stats import (
     normalize,
     reshaped,
 )
+from linen.layers._staged import STAGING_TRACER, nested_derivative
 from linen.layers._types import shape_of
 from linen.layers.errors import GroupNormScalarInputError as GroupNormScalarInputError
 from linen.layers.errors import GroupSizeZeroError as GroupSizeZeroError
@@ -429,8 +432,16 @@ class GroupNorm(Module):
         per_group = (*stats_shape, group_size)
         group_axes = tuple(range(len(stats_shape)))
         per_channel = (*stats_shape[:-1], channels)
-        mean = reshaped(expanded(mean, per_group, group_axes), per_channel)
-        var = reshaped(expanded(var, per_group, group_axes), per_channel)
+        if (
+            type(var) is not STAGING_TRACER
+            and isinstance(var, Tracer)
+            and nested_derivative(mean, var)
+        ):
+            reshape, expand = lax.reshape, lax.broadcast_in_dim  # no staged call (F36)
+        else:
+            reshape, expand = reshaped, expanded
+        mean = reshape(expand(mean, per_group, group_axes), per_channel)
+        var = reshape(expand(var, per_group, group_axes), per_channel)
         return normalize(
             self, x, mean, var, outer_axes, (ndim - 1,), self.dtype, self.param_dtype,
             self.epsilon, self.use_bias, self.use_scale, self.bias_init, self.scale_init,

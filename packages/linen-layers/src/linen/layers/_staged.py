@@ -26,6 +26,8 @@ from collections.abc import Callable
 import jax
 import jax.interpreters.partial_eval as pe
 
+from linen.core.lifting import in_nested_derivative
+
 # JAX 0.12 names inlining at trace time `Inline.JAX_EARLY` (and `inline=True` now
 # means inlining at lowering); a JAX without the enum meant it by `inline=True`.
 INLINE_WHILE_TRACING = getattr(getattr(jax, 'Inline', None), 'JAX_EARLY', True)
@@ -59,6 +61,53 @@ def _over_concrete(x) -> bool:
     return True
 
 
+# Under JAX 0.12 (trace-time inlining is `Inline.JAX_EARLY`), a staged call
+# differentiated in reverse, whose derivative is then differentiated in reverse again
+# (a gradient of a gradient), has some cotangents added in another grouping than its
+# direct operations get: another program than Flax's, 1 ulp apart (fuzz finding F36).
+# JAX 0.10 keeps the direct grouping.
+_NESTED_REVERSE_REGROUPS = INLINE_WHILE_TRACING is not True
+
+
+def _derivatives(x) -> int:
+    """How many differentiations tracer ``x`` carries (``jvp``/``grad`` tracers in its chain)."""
+    count = 0
+    while isinstance(x, jax.core.Tracer) and type(x) is not STAGING_TRACER:
+        inner = getattr(x, 'primal', None)
+        if inner is None:
+            inner = getattr(x, 'val', None)
+            if inner is None:
+                break
+        else:
+            count += 1
+        x = inner
+    return count
+
+
+def nested_derivative(*values) -> bool:
+    """Whether staged calls on ``values`` could be differentiated twice in reverse, where
+    JAX would group their cotangents otherwise than the direct operations' (F36): one
+    of them carries two differentiations, or one carries one inside a lifted derivative
+    that runs under another (``linen.core.lifting.in_nested_derivative``). Then every
+    staged call runs as its direct operations, reshapes too. Never under JAX 0.10.
+    """
+    if not _NESTED_REVERSE_REGROUPS:
+        return False
+    nested = None
+    for x in values:
+        if type(x) is STAGING_TRACER or not isinstance(x, jax.core.Tracer):
+            continue
+        count = _derivatives(x)
+        if count > 1:
+            return True
+        if count:
+            if nested is None:
+                nested = in_nested_derivative()
+            if nested:
+                return True
+    return False
+
+
 def one_op_exact(*values) -> bool:
     """Whether a one-operation staged call on ``values`` gives the direct operation's numbers.
 
@@ -66,11 +115,14 @@ def one_op_exact(*values) -> bool:
     eager ``jax.grad``, ``jax.jvp``, ``jax.vmap`` of either): JAX would differentiate the
     staged call as a whole and run its derivative compiled in one piece, where the
     direct operation's runs op by op (a gradient's transpose, a second derivative's
-    products). Under ``jit`` everything is compiled together anyway.
+    products). Nor where a gradient of a gradient would regroup its sums
+    (:func:`nested_derivative`). Otherwise, under ``jit``, everything is compiled
+    together anyway.
     """
     for x in values:
-        if isinstance(x, jax.core.Tracer) and type(x) is not STAGING_TRACER and _over_concrete(x):
-            return False
+        if isinstance(x, jax.core.Tracer) and type(x) is not STAGING_TRACER:
+            if _over_concrete(x) or nested_derivative(x):
+                return False
     return True
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from linen.core.lifting import Filter
+from linen.core.lifting import Filter, nested_derivative
 from linen.transforms import _pack
 from linen.transforms.errors import ReduceAxesArgumentError
 
@@ -25,6 +25,27 @@ def _split(state: _pack.ScopeTree, diff_filter: Filter, variables: Filter = True
     """Per scope: the ``diff_filter`` collections, and the others ``variables`` admits."""
     groups = [_pack.group_variables(v, (diff_filter, variables)) for v in state.variables]
     return [d for d, _, _ in groups], [o for _, o, _ in groups]
+
+
+def _carries_derivative(*trees) -> bool:
+    """Whether a leaf of ``trees`` is differentiated already (a ``jvp``/``grad`` tracer
+    in its chain, through ``vmap``'s): the lifted derivative then runs under another."""
+    for x in jax.tree_util.tree_leaves(trees):
+        while isinstance(x, jax.core.Tracer):
+            if getattr(x, 'primal', None) is not None:
+                return True
+            x = getattr(x, 'val', None)
+    return False
+
+
+def _differentiate(transform: Callable, *trees) -> Any:
+    """``transform()``, under ``linen.core.lifting.nested_derivative`` when ``trees``
+    already carry a derivative: a gradient of a gradient, whose layers then emit their
+    operations one by one, as Flax's, for JAX to sum cotangents in Flax's order (F36)."""
+    if _carries_derivative(*trees):
+        with nested_derivative():
+            return transform()
+    return transform()
 
 
 def vjp(
@@ -56,7 +77,9 @@ def vjp(
         y, aux = out if has_aux else (out, None)
         return y, (aux, _pack.mutated_per_scope(scopes))
 
-    y, vjp_list, (aux, mutated) = jax.vjp(inner, diff_vars, *primals, has_aux=True)
+    y, vjp_list, (aux, mutated) = _differentiate(
+        lambda: jax.vjp(inner, diff_vars, *primals, has_aux=True), diff_vars, other_vars, primals
+    )
     state.write_back(mutated)
 
     # A pytree (as jax.vjp's own), so it can be a custom_vjp residual.
@@ -148,7 +171,12 @@ def jvp(
         y = fn(tree, *primals)
         return y, _pack.mutated_per_scope(scopes)
 
-    (y, mutated), (y_t, _) = jax.jvp(inner, (diff_vars, *primals), (var_tangents, *tangents))
+    (y, mutated), (y_t, _) = _differentiate(
+        lambda: jax.jvp(inner, (diff_vars, *primals), (var_tangents, *tangents)),
+        diff_vars,
+        other_vars,
+        primals,
+    )
     state.write_back(mutated)
     return y, y_t
 
