@@ -161,7 +161,8 @@ def _expand(x: Array, shape: tuple, axes: tuple) -> Array:
 
 # One-operation staged calls, used traced or not (see `_staged.py`): bare, these
 # were most of a transformer's extra gradient-trace time. The reshapes and broadcasts
-# are exact under any derivative; the square and the reciprocal root are not: where
+# are exact under any single derivative (not under a gradient of a gradient, F36:
+# `normalize` runs them bare there); the square and the reciprocal root are not: where
 # their argument is differentiated outside jit (`one_op_exact`), JAX differentiates
 # the staged call as a whole, and a second derivative (a Hessian-vector product, a
 # gradient of a `jax.jvp`) then rounds otherwise than Flax's op-by-op one. There the

@@ -17,6 +17,13 @@ where :func:`one_op_exact` says so: under an eager ``grad`` JAX would transpose 
 jitted call as a whole, and compile, say, a product's transpose together with the
 reshuffle of its axes, which can round otherwise than the op-by-op program Flax's
 layer runs there (JAX 0.12: a kernel's gradient in its last bits).
+
+A gradient of a gradient is the other exception (fuzz finding F36): under JAX 0.12 a
+staged call differentiated twice in reverse gets some cotangents added in another
+grouping than its direct operations, even a lone reshape. Where
+:func:`nested_derivative` says a call could be (an operand carrying two derivatives,
+or one inside a lifted derivative that runs under another), the layers run every
+operation bare.
 """
 
 from __future__ import annotations
