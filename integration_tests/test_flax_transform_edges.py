@@ -665,23 +665,31 @@ FILTERS = {
 }
 
 
-@pytest.mark.parametrize('case', list(FILTERS))
-@pytest.mark.parametrize('transform', ['vjp', 'jvp', 'grad', 'value_and_grad', 'cond', 'switch'])
-def test_lifted_transforms_apply_their_variables_and_rngs_filters_as_flax(transform, case):
-    filters, refused = FILTERS[case]
+def _init_and_apply_as_flax(make, refused: bool) -> None:
+    """``init`` and a mutable ``apply`` of ``make(nn)`` on both libraries: both refuse
+    (``refused``; the same error class, as the message names the scope by its path,
+    which Flax words otherwise) or both give the same variables, output and state."""
 
     def run(nn):
-        model = _filtered(nn, transform, filters)
+        model = make(nn)
         variables = model.init(RNGS, X)
         y, state = model.apply(variables, X, rngs={'dropout': jax.random.key(2)}, mutable=True)
         return {'variables': variables, 'y': y, 'state': state}
 
     flax_outcome, linen_outcome = _outcome(lambda: run(flax_nn)), _outcome(lambda: run(linen_nn))
     assert (flax_outcome[0] == 'raised') == refused, flax_outcome
-    if refused:  # the message names the scope by its path, which Flax words otherwise
+    if refused:
         assert type(linen_outcome[1]).__name__ == type(flax_outcome[1]).__name__, linen_outcome
     else:
         _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_values)
+
+
+@pytest.mark.parametrize('case', list(FILTERS))
+@pytest.mark.parametrize('transform', ['vjp', 'jvp', 'grad', 'value_and_grad', 'cond', 'switch'])
+def test_lifted_transforms_apply_their_variables_and_rngs_filters_as_flax(transform, case):
+    filters, refused = FILTERS[case]
+
+    _init_and_apply_as_flax(lambda nn: _filtered(nn, transform, filters), refused)
 
 
 # --------------------------- nn.grad, nn.value_and_grad: modules in fields, lifted
@@ -861,18 +869,7 @@ LOOPS = {
 def test_while_loop_body_sees_the_carried_and_broadcast_collections_as_flax(case):
     uses, kw, refused = LOOPS[case]
 
-    def run(nn):
-        model = _looped(nn, uses, kw)
-        variables = model.init(RNGS, X)
-        y, state = model.apply(variables, X, rngs={'dropout': jax.random.key(2)}, mutable=True)
-        return {'variables': variables, 'y': y, 'state': state}
-
-    flax_outcome, linen_outcome = _outcome(lambda: run(flax_nn)), _outcome(lambda: run(linen_nn))
-    assert (flax_outcome[0] == 'raised') == refused, flax_outcome
-    if refused:  # the message names the scope by its path, which Flax words otherwise
-        assert type(linen_outcome[1]).__name__ == type(flax_outcome[1]).__name__, linen_outcome
-    else:
-        _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_values)
+    _init_and_apply_as_flax(lambda nn: _looped(nn, uses, kw), refused)
 
 
 def _nested_derivative_model(nn, layer: str, derivative: str):
