@@ -29,6 +29,9 @@ from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from typing import Any
 
+import jax
+import jax.interpreters.partial_eval as pe
+
 from linen.core._cacheable import cacheable as cacheable
 from linen.core._filters import Filter as Filter
 from linen.core._filters import in_filter
@@ -41,6 +44,7 @@ __all__ = [
     'RngStream',
     'binding_variables',
     'cacheable',
+    'derivatives',
     'detached_scope',
     'in_nested_derivative',
     'nested_derivative',
@@ -49,6 +53,26 @@ __all__ = [
     'thaw',
     'writable_scope_collection',
 ]
+
+
+# The tracer of a trace that stages operations into a program (jit, make_jaxpr).
+_STAGING_TRACER = getattr(pe, 'DynamicJaxprTracer', None)
+
+
+def derivatives(x: Any) -> int:
+    """How many differentiations value ``x`` carries: the ``jvp``/``grad`` tracers in its
+    chain, looked through ``vmap``'s, down to a staging trace or a concrete value."""
+    count = 0
+    while isinstance(x, jax.core.Tracer) and type(x) is not _STAGING_TRACER:
+        inner = getattr(x, 'primal', None)
+        if inner is None:
+            inner = getattr(x, 'val', None)
+            if inner is None:
+                break
+        else:
+            count += 1
+        x = inner
+    return count
 
 
 _NESTED_DERIVATIVE: ContextVar[bool] = ContextVar('linen_nested_derivative', default=False)

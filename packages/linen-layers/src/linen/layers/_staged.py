@@ -33,7 +33,7 @@ from collections.abc import Callable
 import jax
 import jax.interpreters.partial_eval as pe
 
-from linen.core.lifting import in_nested_derivative
+from linen.core.lifting import derivatives, in_nested_derivative
 
 # JAX 0.12 names inlining at trace time `Inline.JAX_EARLY` (and `inline=True` now
 # means inlining at lowering); a JAX without the enum meant it by `inline=True`.
@@ -76,21 +76,6 @@ def _over_concrete(x) -> bool:
 _NESTED_REVERSE_REGROUPS = INLINE_WHILE_TRACING is not True
 
 
-def _derivatives(x) -> int:
-    """How many differentiations tracer ``x`` carries (``jvp``/``grad`` tracers in its chain)."""
-    count = 0
-    while isinstance(x, jax.core.Tracer) and type(x) is not STAGING_TRACER:
-        inner = getattr(x, 'primal', None)
-        if inner is None:
-            inner = getattr(x, 'val', None)
-            if inner is None:
-                break
-        else:
-            count += 1
-        x = inner
-    return count
-
-
 def nested_derivative(*values) -> bool:
     """Whether staged calls on ``values`` could be differentiated twice in reverse, where
     JAX would group their cotangents otherwise than the direct operations' (F36): one
@@ -104,7 +89,7 @@ def nested_derivative(*values) -> bool:
     for x in values:
         if type(x) is STAGING_TRACER or not isinstance(x, jax.core.Tracer):
             continue
-        count = _derivatives(x)
+        count = derivatives(x)
         if count > 1:
             return True
         if count:

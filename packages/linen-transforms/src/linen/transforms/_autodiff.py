@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from linen.core.lifting import Filter, nested_derivative
+from linen.core.lifting import Filter, derivatives, nested_derivative
 from linen.transforms import _pack
 from linen.transforms.errors import ReduceAxesArgumentError
 
@@ -30,12 +30,7 @@ def _split(state: _pack.ScopeTree, diff_filter: Filter, variables: Filter = True
 def _carries_derivative(*trees) -> bool:
     """Whether a leaf of ``trees`` is differentiated already (a ``jvp``/``grad`` tracer
     in its chain, through ``vmap``'s): the lifted derivative then runs under another."""
-    for x in jax.tree_util.tree_leaves(trees):
-        while isinstance(x, jax.core.Tracer):
-            if getattr(x, 'primal', None) is not None:
-                return True
-            x = getattr(x, 'val', None)
-    return False
+    return any(derivatives(x) for x in jax.tree_util.tree_leaves(trees))
 
 
 def _differentiate(transform: Callable, *trees) -> Any:
