@@ -732,7 +732,10 @@ class Child:
     # setup: 'attr' | 'list' | 'dict'; either style: 'field' (a dataclass field of its
     # own) or 'fdict' (an entry of one dict field, which Module assignment freezes)
     storage: str = 'attr'
-    combine: str = 'seq'  # 'residual': x + child(x); 'twice': one instance called twice
+    # 'residual': x + child(x); 'twice': one instance called twice; 'penalty': child(x)
+    # plus the gradient of its squared output with respect to x, taken with the user's own
+    # jax.grad inside the module (a second call under a JAX transform, not a lifted one)
+    combine: str = 'seq'
 
 
 @dataclass(frozen=True)
@@ -779,7 +782,7 @@ class Container(Node):
             else:
                 names = {'explicit': (f"name='c{i}'",), 'clash': ("name='dup'",)}
                 extra = names.get(child.naming, ())
-                if child.combine == 'twice':
+                if child.combine in ('twice', 'penalty'):
                     calls.append(f'm{i} = {ctor.call(*extra)}')
                     ref = f'm{i}'
                 else:
@@ -788,6 +791,10 @@ class Container(Node):
                 calls.append(f'x = x + {ref}(x)')
             elif child.combine == 'twice':
                 calls.append(f'x = {ref}({ref}(x))')
+            elif child.combine == 'penalty':
+                calls.append(
+                    f'x = {ref}(x) + 0.125 * jax.grad(lambda v: jnp.sum({ref}(v) ** 2))(x)'
+                )
             else:
                 calls.append(f'x = {ref}(x)')
         if lists['layers']:
@@ -865,6 +872,8 @@ class Container(Node):
             if rng.random() < 0.03 and storage == 'attr':
                 naming = 'clash' if style == 'compact' else 'kwarg'
             combine = rng.choice(['seq', 'seq', 'seq', 'residual', 'twice'])
+            if combine == 'twice' and rng.random() < 0.3:
+                combine = 'penalty'
             children.append(Child(node, naming, storage, combine))
         return Container(style, tuple(children), head)
 

@@ -216,6 +216,18 @@ KNOWN: tuple[KnownFinding, ...] = (
         flax_says='KeyReuseError',
     ),
     KnownFinding(
+        'D5',
+        "nn.custom_vjp called a second time under the user's own jax.grad inside a module: "
+        "Flax's init hands back leaked tracers as parameters (its stage fails converting "
+        'them), linen hands back arrays (docs/differences.md, "Accepted by linen, refused '
+        'by Flax")',
+        None,
+        ('raises',),
+        frozenset({'combine.penalty', 'lift.custom_vjp'}),
+        ('init_raises_10',),
+        flax_says='Tracer',
+    ),
+    KnownFinding(
         'D1',
         'nn.jit keeps the parameters a key gives (docs/differences.md, "nn.jit keeps the '
         'parameters a key gives"); Flax changes them',

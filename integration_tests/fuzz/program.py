@@ -2,8 +2,9 @@
 
 The source imports ``flax.linen as nn`` (the runner swaps that one line for
 linen), defines the classes the grammar rendered, and ends with ``make_model()``;
-the module-level constants tell the runner the input shape and whether the root
-has a second method (``HEAD``) and how to name it in ``apply(method=...)``.
+the module-level constants tell the runner the input shape, whether the root
+has a second method (``HEAD``) and how to name it in ``apply(method=...)``, and which
+optional stages run (``CLONE``, ``PENALTY``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class Program:
     seed: str = ''
     method_by_name: bool = True  # apply(method='head'), else method=Class.head
     clone: bool = False  # the runner's clone stage: init and apply clones of the root
+    penalty: bool = False  # the runner's penalty stage: a gradient of an input gradient
 
     def input_shape(self) -> tuple[int, ...]:
         return (2,) * (self.rank - 1) + (FEATURE_DIM,)
@@ -40,7 +42,8 @@ class Program:
 
     def features(self) -> set[str]:
         out = self.root.features() | {f'rank.{self.rank}'}
-        return out | {'stage.clone'} if self.clone else out
+        out |= {'stage.clone'} if self.clone else set()
+        return out | {'stage.penalty'} if self.penalty else out
 
     def size(self) -> int:
         return self.root.size()
@@ -59,6 +62,7 @@ class Program:
             f'HEAD = {self.has_head()!r}',
             f'METHOD_BY_NAME = {self.method_by_name!r}',
             f'CLONE = {self.clone!r}',
+            f'PENALTY = {self.penalty!r}',
         ]
         footer = ['def make_model():', f'    return {ctor.call()}']
         return '\n\n'.join(['\n'.join(header), *src.classes, '\n'.join(footer)]) + '\n'
@@ -68,6 +72,8 @@ class Program:
             yield replace(self, method_by_name=True)
         if self.clone:
             yield replace(self, clone=False)
+        if self.penalty:
+            yield replace(self, penalty=False)
         if self.rank > self.root.min_rank():
             yield replace(self, rank=self.rank - 1)
         for node in self.root.shrinks():
@@ -82,7 +88,8 @@ def draw_program(rng: random.Random, seed: str = '') -> Program:
     root = Container.draw(rng, ctx, head=head)
     by_name = not head or rng.random() < 0.5
     clone = rng.random() < 0.3
-    return Program(root, max(rank, root.min_rank()), seed, by_name, clone)
+    penalty = rng.random() < 0.2  # drawn last: the earlier draws stay each seed's
+    return Program(root, max(rank, root.min_rank()), seed, by_name, clone, penalty)
 
 
 __all__ = ['Program', 'draw_program']

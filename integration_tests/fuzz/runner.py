@@ -12,6 +12,9 @@ gets its own namespace), with the same inputs and the same PRNG keys. Stages:
                 'intermediates'])``: output, state updates, sown values
 ``jit_apply``   the same under ``jax.jit``
 ``grad``        ``jax.grad`` of ``sum(apply(...))`` with respect to params (and perturbations)
+``penalty``     where the program says ``PENALTY``: reverse over reverse, as a gradient
+                penalty takes it: ``jax.grad`` with respect to params of the squared
+                ``jax.grad`` of ``sum(apply(...))`` with respect to the input
 ``method``      ``apply(..., method='head')`` where the root has a second method
 ``bind``        ``model.bind(...)``, a call on the bound module, then ``unbind()``
 ``clone``       where the program says ``CLONE``: ``init`` of ``model.clone()`` and
@@ -81,10 +84,9 @@ class _State:
         return self.ns['make_model']()
 
 
-def _apply(state: _State, variables, **kwargs):
-    return state.model().apply(
-        variables, state.x, rngs=_apply_rngs(), mutable=state.mutable, **kwargs
-    )
+def _apply(state: _State, variables, x=None, **kwargs):
+    x = state.x if x is None else x
+    return state.model().apply(variables, x, rngs=_apply_rngs(), mutable=state.mutable, **kwargs)
 
 
 def stage_init(state: _State):
@@ -119,6 +121,21 @@ def stage_grad(state: _State):
         return jnp.sum(y)
 
     return jax.grad(loss)(wrt)
+
+
+def stage_penalty(state: _State):
+    variables = state.variables
+    params = variables['params']
+
+    def output(params, x):
+        y, _ = _apply(state, {**variables, 'params': params}, x)
+        return jnp.sum(y)
+
+    def penalty(params):
+        g = jax.grad(output, argnums=1)(params, state.x)
+        return jnp.sum(g * g)
+
+    return jax.grad(penalty)(params)
 
 
 def stage_method(state: _State):
@@ -178,6 +195,7 @@ STAGES = (
     Stage('apply', stage_apply),
     Stage('jit_apply', stage_jit_apply),
     Stage('grad', stage_grad, _has_params),
+    Stage('penalty', stage_penalty, lambda s: bool(s.ns.get('PENALTY')) and _has_params(s)),
     Stage('method', stage_method, lambda s: bool(s.ns.get('HEAD'))),
     Stage('bind', stage_bind),
     Stage('clone', stage_clone, lambda s: bool(s.ns.get('CLONE'))),
