@@ -196,3 +196,70 @@ def test_wrappers_apply_same_as_flax(row):
         _assert_same(dict(out_ours[1]), dict(out_theirs[1]), 'updated state')
         out_ours, out_theirs = out_ours[0], out_theirs[0]
     _assert_same(out_ours, out_theirs, 'output')
+
+
+def _wrapped_layer(nn, stateful):
+    """A layer that sows and, ``stateful``, counts its calls and keeps batch statistics."""
+
+    class Layer(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            self.sow('intermediates', 'seen', x)
+            if not stateful:
+                return nn.Dense(5)(x)
+            count = self.variable('state', 'count', lambda: jnp.zeros((), jnp.int32))
+            if not self.is_initializing():
+                count.value += 1
+            return nn.Dense(5)(nn.BatchNorm(use_running_average=False)(x))
+
+    return Layer()
+
+
+def _outcome(run):
+    try:
+        return 'ok', run()
+    except Exception as error:  # the outcome compared: Flax's class and message head
+        return 'raised', error
+
+
+@pytest.mark.parametrize(
+    'wrapper,mutable',
+    [
+        ('WeightNorm', ['intermediates']),
+        ('WeightNorm', ['batch_stats', 'state']),
+        ('WeightNorm', True),
+        ('SpectralNorm', ['intermediates']),
+        ('SpectralNorm', ['batch_stats', 'state', 'intermediates']),
+        ('SpectralNorm', True),
+    ],
+)
+@pytest.mark.parametrize('capture', [False, True])
+@pytest.mark.parametrize('stateful', [False, True])
+def test_what_a_wrapped_layer_may_change_in_apply_is_flaxs(wrapper, mutable, capture, stateful):
+    """``WeightNorm`` lets its layer change nothing in apply (sows and captured
+    intermediates dropped, a state update refused, whatever ``mutable=`` says);
+    ``SpectralNorm`` lets it change what ``apply`` makes mutable: as in Flax."""
+    x = _normal((2, 6))
+    kwargs = {'update_stats': True} if wrapper == 'SpectralNorm' else {}
+
+    def make(nn):
+        return getattr(nn, wrapper)(_wrapped_layer(nn, stateful))
+
+    variables = make(flax_nn).init(KEY, x, **kwargs)
+    _assert_same(dict(make(linen_nn).init(KEY, x, **kwargs)), dict(variables), 'init')
+
+    def apply(nn):
+        return make(nn).apply(
+            variables, x, mutable=mutable, capture_intermediates=capture, **kwargs
+        )
+
+    (kind, ours), (expected_kind, theirs) = _outcome(lambda: apply(linen_nn)), _outcome(
+        lambda: apply(flax_nn)
+    )
+    assert kind == expected_kind, (ours, theirs)
+    if kind == 'raised':
+        assert type(ours).__name__ == type(theirs).__name__
+        assert str(ours).startswith(str(theirs).split(' in "')[0])
+        return
+    _assert_same(ours[0], theirs[0], 'output')
+    _assert_same(dict(ours[1]), dict(theirs[1]), 'updated variables')

@@ -164,12 +164,19 @@ class ModifyScopeVariableError(LinenError):
     ModifyScopeVariableError: ...
     """
 
-    def __init__(self, col: str, variable_name: str, scope_path: str):
+    def __init__(self, col: str, variable_name: str, scope_path: str, lifted: bool = False):
         self.col, self.variable_name, self.scope_path = col, variable_name, scope_path
+        where = (
+            ' Inside a lifted transform the transform must let it change too: '
+            '`nn.map_variables(..., mutable=True)`, the collection in a `variables=` filter '
+            '(`nn.WeightNorm` lets its layer change none).'
+            if lifted
+            else ''
+        )
         super().__init__(
             f'Cannot update variable "{variable_name}" in {_flax_path(scope_path)} because '
             f'collection "{col}" is immutable. Pass `mutable=["{col}"]` to `apply` '
-            '(it then returns `(output, updated_variables)`).'
+            f'(it then returns `(output, updated_variables)`).{where}'
         )
 
 

@@ -39,7 +39,9 @@ _CHILD = object()  # marks child entries in a scope's rng counters
 class _Root:
     """State shared by every scope of one binding."""
 
-    __slots__ = ('variables', 'mutable', 'valid', 'offset', 'mutable_cols', 'cache', 'col_caches')
+    __slots__ = (
+        'variables', 'mutable', 'valid', 'offset', 'lifted', 'mutable_cols', 'cache', 'col_caches'
+    )
 
     def __init__(self, variables: dict[str, Any], mutable: Filter, offset: int = 0):
         self.variables = variables
@@ -50,6 +52,9 @@ class _Root:
         # Scopes made inside a lifted transform keep their full path (for rng
         # streams and messages); `offset` leading names are above the variables.
         self.offset = offset
+        # Made for a lifted transform (linen.core.lifting.detached_scope): error
+        # messages say the transform decides what may change there too.
+        self.lifted = False
         # Scope.binding_cache: made on first use, dropped when invalidated.
         self.cache: dict[Any, Any] | None = None
         # Every scope's cache of its collection dicts (Scope._cols), registered when
@@ -493,7 +498,7 @@ class Scope:
         if mutable is None:
             mutable = self.is_mutable_collection(col)
         if not mutable:
-            raise errors.ModifyScopeVariableError(col, name, self.path_text)
+            raise errors.ModifyScopeVariableError(col, name, self.path_text, root.lifted)
         d = self._cols.get(col)
         if d is None or type(d) is not dict:
             d = self._mutable_collection(col)

@@ -165,6 +165,7 @@ def detached_scope(
     """
     own = {col: (_thaw(v) if in_filter(mutable, col) else v) for col, v in variables.items()}
     root = _Root(own, mutable, offset=len(path))
+    root.lifted = True
     inner = Scope(root, name=name, rngs=rngs, rng_counters=rng_counters, flags=flags)
     inner.path = path
     return inner

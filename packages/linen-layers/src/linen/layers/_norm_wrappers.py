@@ -184,9 +184,12 @@ class WeightNorm(Module):
         def normalize(variables):
             return _map_params(variables, self._weight_normalize)
 
-        return _map_variables()(
-            forward, trans_in_fn=normalize, init=self.is_initializing(), mutable=True
-        )(self.layer_instance)
+        # Immutable, as in Flax: the wrapped layer makes its variables in init but
+        # changes none in apply (its sows and captured intermediates are dropped, a
+        # state update is refused), whatever apply's mutable= says.
+        return _map_variables()(forward, trans_in_fn=normalize, init=self.is_initializing())(
+            self.layer_instance
+        )
 
     def _weight_normalize(self, path: tuple[str, ...], value: Array) -> Array:
         name = '/'.join((self.layer_instance.name, *path))
