@@ -263,3 +263,32 @@ def test_what_a_wrapped_layer_may_change_in_apply_is_flaxs(wrapper, mutable, cap
         return
     _assert_same(ours[0], theirs[0], 'output')
     _assert_same(dict(ours[1]), dict(theirs[1]), 'updated variables')
+
+
+@pytest.mark.parametrize('update_stats', [False, True])
+def test_spectral_norm_called_twice_while_capturing_runs_with_flaxs_values(update_stats):
+    """Flax fails here (fuzz D7: its mapping meets the first call's captured tuple);
+    linen gives Flax's output of the same model without capturing, and captures each
+    call's output."""
+
+    def twice(nn, calls=2):
+        class Twice(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                norm = nn.SpectralNorm(nn.Dense(6))
+                for _ in range(calls):
+                    x = norm(x, update_stats=update_stats)
+                return x
+
+        return Twice()
+
+    x = _normal((2, 6))
+    variables = twice(flax_nn).init(KEY, x)
+    stats = ['batch_stats'] if update_stats else []
+    expected, _ = twice(flax_nn).apply(variables, x, mutable=stats)
+    first, _ = twice(flax_nn, calls=1).apply(variables, x, mutable=stats)
+    out, state = twice(linen_nn).apply(
+        variables, x, capture_intermediates=True, mutable=['intermediates', *stats]
+    )
+    _assert_same(out, expected, 'output')
+    _assert_same(state['intermediates']['SpectralNorm_0']['__call__'], (first, out), 'captured')

@@ -228,6 +228,28 @@ KNOWN: tuple[KnownFinding, ...] = (
         flax_says='Tracer',
     ),
     KnownFinding(
+        'D6',
+        'nn.jit runs its Python body where linen traces (once per distinct program, one '
+        'abstract trace to learn rng paths), not where Flax does: an nn.intercept_methods '
+        'interceptor sees the calls inside another number of times (docs/differences.md, '
+        'the jit row of the compatibility table)',
+        ('intercept',),
+        ('structure', 'values'),
+        frozenset({'lift.jit'}),
+        (),
+    ),
+    KnownFinding(
+        'D7',
+        "Flax's SpectralNorm called a second time in an apply that captures intermediates "
+        "fails mapping the first call's captured tuple (AttributeError: 'SequenceKey'); "
+        'linen runs it (docs/differences.md, "Accepted by linen, refused by Flax")',
+        ('capture',),
+        ('raises', 'error-type'),
+        frozenset({'layer.SpectralNorm'}),
+        ('capture_raises_1',),
+        flax_says="'SequenceKey' object has no attribute 'key'",
+    ),
+    KnownFinding(
         'D1',
         'nn.jit keeps the parameters a key gives (docs/differences.md, "nn.jit keeps the '
         'parameters a key gives"); Flax changes them',

@@ -11,6 +11,11 @@ gets its own namespace), with the same inputs and the same PRNG keys. Stages:
 ``apply``       ``model.apply(variables, x, rngs=..., mutable=[every non-param collection,
                 'intermediates'])``: output, state updates, sown values
 ``jit_apply``   the same under ``jax.jit``
+``capture``     ``apply`` with ``capture_intermediates=True``: every module's output
+``intercept``   ``apply`` under ``nn.intercept_methods``: an interceptor doubling what each
+                ``Dense`` call returns, and the names of the modules whose ``__call__`` it
+                sees, in order (the other methods it sees are the libraries' own: the
+                functions and ``setup`` of a lifted transform's inner module)
 ``grad``        ``jax.grad`` of ``sum(apply(...))`` with respect to params (and perturbations)
 ``penalty``     where the program says ``PENALTY``: reverse over reverse, as a gradient
                 penalty takes it: ``jax.grad`` with respect to params of the squared
@@ -108,6 +113,25 @@ def stage_apply(state: _State):
     return _apply(state, state.variables)
 
 
+def stage_capture(state: _State):
+    return _apply(state, state.variables, capture_intermediates=True)
+
+
+def stage_intercept(state: _State):
+    nn, calls = state.nn, []
+
+    def interceptor(next_fun, args, kwargs, context):
+        out = next_fun(*args, **kwargs)
+        if context.method_name != '__call__':
+            return out
+        calls.append(context.module.name)
+        return out * 2.0 if isinstance(context.module, nn.Dense) else out
+
+    with nn.intercept_methods(interceptor):
+        out = _apply(state, state.variables)
+    return {'out': out, 'calls': calls}
+
+
 def stage_jit_apply(state: _State):
     return jax.jit(lambda v: _apply(state, v))(state.variables)
 
@@ -194,6 +218,8 @@ STAGES = (
     Stage('lazy_init', stage_lazy_init),
     Stage('apply', stage_apply),
     Stage('jit_apply', stage_jit_apply),
+    Stage('capture', stage_capture),
+    Stage('intercept', stage_intercept),
     Stage('grad', stage_grad, _has_params),
     Stage('penalty', stage_penalty, lambda s: bool(s.ns.get('PENALTY')) and _has_params(s)),
     Stage('method', stage_method, lambda s: bool(s.ns.get('HEAD'))),
