@@ -1003,3 +1003,57 @@ def _assert_same_tree(got, expected, what=''):
     assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(expected), what
     for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(expected)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=what)
+
+
+# ------------------- nn.vmap, nn.scan: the rng streams split_rngs names, and only those
+
+
+def _stream_reader(nn, transform: str, split_rngs: dict, strict: bool):
+    """A ``Dense`` and a ``Dropout`` under ``transform``, deterministic where the body
+    has no ``dropout`` stream (``has_rng``) unless ``strict`` (then it draws one)."""
+
+    class Body(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            deterministic = not (strict or self.has_rng('dropout'))
+            return nn.Dropout(0.5, deterministic=deterministic)(nn.Dense(4)(x))
+
+    class Step(nn.Module):
+        @nn.compact
+        def __call__(self, carry, x):
+            y = Body()(x)
+            return carry + y, y
+
+    class Top(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            if transform == 'vmap':
+                return nn.vmap(Body, variable_axes={'params': 0}, split_rngs=split_rngs)()(x)
+            scan = nn.scan(Step, variable_broadcast='params', split_rngs=split_rngs)
+            return scan()(jnp.zeros(x.shape[1:]), x)[1]
+
+    return Top()
+
+
+STREAMS = {
+    'only_params': ({}, False),
+    'dropout_split': ({'dropout': True}, False),
+    'dropout_shared': ({'dropout': False}, False),
+    'every_stream_split': ({True: True}, False),
+    'only_params_strict': ({}, True),
+    'dropout_split_strict': ({'dropout': True}, True),
+}
+
+
+@pytest.mark.parametrize('case', list(STREAMS))
+@pytest.mark.parametrize('transform', ['vmap', 'scan'])
+def test_vmap_and_scan_bodies_see_only_the_streams_split_rngs_names_as_flax(transform, case):
+    """A stream no ``split_rngs`` filter names is not in the body: ``has_rng`` says
+    False (a layer choosing ``deterministic`` by it runs as in Flax) and drawing from
+    it is Flax's ``InvalidRngError``."""
+    streams, strict = STREAMS[case]
+    split_rngs = {'params': transform == 'vmap', **streams}
+    refused = strict and not streams
+    _init_and_apply_as_flax(
+        lambda nn: _stream_reader(nn, transform, split_rngs, strict), refused
+    )

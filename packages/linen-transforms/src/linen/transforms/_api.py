@@ -87,8 +87,10 @@ def vmap(
 
     ``variable_axes={'params': 0}`` gives each slice its own parameters (stacked on
     axis 0); ``{'params': None}`` shares them. ``split_rngs={'params': True}`` gives
-    each slice a different key. As in Flax, a collection no entry names stays
-    outside: the body neither reads nor writes it (a ``sow`` there records nothing).
+    each slice a different key, ``False`` the same key. As in Flax, a collection no
+    entry names stays outside: the body neither reads nor writes it (a ``sow`` there
+    records nothing); so does an rng stream ``split_rngs`` does not name (``has_rng``
+    says False there, drawing from it raises ``InvalidRngError``).
     """
 
     if _per_method(target, methods):
@@ -128,6 +130,10 @@ def scan(
     check_constancy_invariants: bool = True,
 ) -> Any:
     """Loop a Module (``(carry, *xs) -> (carry, ys)``) over an axis with ``lax.scan``.
+
+    ``split_rngs={'dropout': True}`` gives each step a different key, ``False`` the same
+    key; as in Flax, a stream ``split_rngs`` does not name is not in the body
+    (``has_rng`` says False there, drawing from it raises ``InvalidRngError``).
 
     ``check_constancy_invariants=False`` (as in Flax) skips the extra run before the
     loop: broadcast collections are then not created there, so initialising a

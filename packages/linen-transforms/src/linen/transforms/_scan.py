@@ -236,6 +236,7 @@ class _Scan:
         # and refuses a step that writes one).
         self.covered = functools.reduce(union_filters, self.filters, False)
         self.split_filter = [f for f, do in split_rngs.items() if do]
+        self.named_rngs = list(split_rngs)
         self.metadata_params = dict(metadata_params or {})
         self.broadcast_axes = [f for f, ax in (variable_axes or {}).items() if ax is broadcast]
 
@@ -312,7 +313,14 @@ class _Scan:
             keys, scope_paths = _pack.rng_keys(scope)
             sp = {k: v for k, v in keys.items() if any(in_filter(f, k) for f in self.split_filter)}
             split.append(sp)
-            fixed_keys.append({k: v for k, v in keys.items() if k not in sp})
+            # As in Flax, a stream no split_rngs filter names stays outside.
+            fixed_keys.append(
+                {
+                    k: v
+                    for k, v in keys.items()
+                    if k not in sp and any(in_filter(f, k) for f in self.named_rngs)
+                }
+            )
             paths.append(scope_paths)
         return _Inputs(
             bcast_vars, tuple(carry_vars), tuple(axis_vars), rest_vars, split, fixed_keys, paths

@@ -72,8 +72,10 @@ def vmap(
 
     As in Flax, only the collections a filter of ``variable_axes`` names enter
     the transform: the others are neither visible nor writable inside (a ``sow``
-    there records nothing, a variable there is missing). Rng streams matched by a ``split_rngs`` filter set to True get a
-    different key per slice (the stream's root key is split, its path kept).
+    there records nothing, a variable there is missing). Rng streams matched by a
+    ``split_rngs`` filter set to True get a different key per slice (the stream's root
+    key is split, its path kept), those matched by one set to False the same key; as in
+    Flax, a stream no filter names is not in the body (``has_rng`` is False there).
     """
     directions = SplitAxes(variable_axes)
     # Collections marked `Out` are grouped on the way in only to be left out; those
@@ -86,6 +88,7 @@ def vmap(
     # What the body may write: the collections lifted as output (not `In`, not unnamed).
     writable = functools.reduce(union_filters, directions.outputs, False)
     split_filter = [f for f, do in split_rngs.items() if do]
+    named_rngs = list(split_rngs)
     metadata_params = dict(metadata_params or {})
     out_only_groups = range(len(directions.inputs), len(in_filters))
 
@@ -117,7 +120,14 @@ def vmap(
             all_split.append(
                 {k: v for k, v in keys.items() if any(in_filter(f, k) for f in split_filter)}
             )
-            all_bcast.append({k: v for k, v in keys.items() if k not in all_split[-1]})
+            # As in Flax, a stream no split_rngs filter names stays outside.
+            all_bcast.append(
+                {
+                    k: v
+                    for k, v in keys.items()
+                    if k not in all_split[-1] and any(in_filter(f, k) for f in named_rngs)
+                }
+            )
             all_paths.append(paths)
         size = axis_size
         if size is None:
