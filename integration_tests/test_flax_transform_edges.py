@@ -1057,3 +1057,57 @@ def test_vmap_and_scan_bodies_see_only_the_streams_split_rngs_names_as_flax(tran
     _init_and_apply_as_flax(
         lambda nn: _stream_reader(nn, transform, split_rngs, strict), refused
     )
+
+
+# ------------------------------- a gradient penalty over a layer called twice (F37)
+
+
+def _shared_layer_model(nn, layer: str, inside: bool):
+    """``x + f(f(x))`` for one instance ``f`` of ``layer``; ``inside``: plus the
+    gradient of its squared output over ``x``, taken with ``jax.grad`` in the module."""
+    make = {
+        'LayerNorm': lambda: nn.LayerNorm(),
+        'RMSNorm': lambda: nn.RMSNorm(),
+        'GroupNorm': lambda: nn.GroupNorm(num_groups=1),
+        'Dense': lambda: nn.Dense(3),
+        'SelfAttention': lambda: nn.MultiHeadDotProductAttention(
+            num_heads=1, qkv_features=4, out_features=3
+        ),
+    }[layer]
+
+    class Shared(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            f = make()
+            y = x + f(f(x))
+            if inside:
+                y = y + 0.125 * jax.grad(lambda v: jnp.sum(f(f(v)) ** 2))(x)
+            return y
+
+    return Shared()
+
+
+@pytest.mark.parametrize('inside', [False, True], ids=['penalty_outside', 'penalty_inside'])
+@pytest.mark.parametrize('layer', ['LayerNorm', 'RMSNorm', 'GroupNorm', 'Dense', 'SelfAttention'])
+def test_gradient_penalty_over_a_layer_called_twice_is_flaxs_to_the_bit(layer, inside):
+    """The gradient with respect to the parameters of the squared input gradient (a
+    gradient penalty), through one layer instance called twice: under JAX 0.12 linen's
+    staged calls in the first call (its input carrying the inner derivative, its
+    parameters the outer) summed the parameters' cotangents in another grouping than
+    Flax (fuzz finding F37; a length-3 input shows it in the values)."""
+    shape = (2, 3) if layer in ('GroupNorm', 'SelfAttention') else (3,)
+    x = jax.random.normal(jax.random.key(0), shape)
+    theirs, ours = _shared_layer_model(flax_nn, layer, inside), _shared_layer_model(
+        linen_nn, layer, inside
+    )
+    params = theirs.init(jax.random.key(0), x)['params']
+    _assert_same_tree(ours.init(jax.random.key(0), x)['params'], params, 'init')
+
+    def penalty(model):
+        def output(p, x):
+            return jnp.sum(model.apply({'params': p}, x))
+
+        return jax.grad(lambda p: jnp.sum(jax.grad(output, argnums=1)(p, x) ** 2))
+
+    for what, run in (('eager', lambda f: f), ('jitted', jax.jit)):
+        _assert_same_tree(run(penalty(ours))(params), run(penalty(theirs))(params), what)

@@ -46,6 +46,7 @@ __all__ = [
     'cacheable',
     'derivatives',
     'detached_scope',
+    'outer_derivative',
     'in_nested_derivative',
     'nested_derivative',
     'path_hash',
@@ -73,6 +74,21 @@ def derivatives(x: Any) -> int:
             count += 1
         x = inner
     return count
+
+
+def outer_derivative(x: Any) -> Any:
+    """The outermost differentiation value ``x`` carries, as an identity to compare
+    with ``is`` (the trace of its outermost ``jvp``/``grad`` tracer, looked through
+    ``vmap``'s), or None when it carries none. Two values carrying one derivative each
+    come from the same differentiation exactly when these are the same object (a
+    gradient penalty's input and the parameters differentiated around it do not)."""
+    while isinstance(x, jax.core.Tracer) and type(x) is not _STAGING_TRACER:
+        if getattr(x, 'primal', None) is not None:
+            # JAX keeps a tracer's trace on `_trace`; a JAX without it answers with
+            # the tracer itself, so values never compare the same (runs stay exact).
+            return getattr(x, '_trace', x)
+        x = getattr(x, 'val', None)
+    return None
 
 
 _NESTED_DERIVATIVE: ContextVar[bool] = ContextVar('linen_nested_derivative', default=False)

@@ -22,8 +22,8 @@ A gradient of a gradient is the other exception (fuzz finding F36): under JAX 0.
 staged call differentiated twice in reverse gets some cotangents added in another
 grouping than its direct operations, even a lone reshape. Where
 :func:`nested_derivative` says a call could be (an operand carrying two derivatives,
-or one inside a lifted derivative that runs under another), the layers run every
-operation bare.
+two carrying different ones, or one inside a lifted derivative that runs under
+another), the layers run every operation bare.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from collections.abc import Callable
 import jax
 import jax.interpreters.partial_eval as pe
 
-from linen.core.lifting import derivatives, in_nested_derivative
+from linen.core.lifting import derivatives, in_nested_derivative, outer_derivative
 
 # JAX 0.12 names inlining at trace time `Inline.JAX_EARLY` (and `inline=True` now
 # means inlining at lowering); a JAX without the enum meant it by `inline=True`.
@@ -79,13 +79,15 @@ _NESTED_REVERSE_REGROUPS = INLINE_WHILE_TRACING is not True
 def nested_derivative(*values) -> bool:
     """Whether staged calls on ``values`` could be differentiated twice in reverse, where
     JAX would group their cotangents otherwise than the direct operations' (F36): one
-    of them carries two differentiations, or one carries one inside a lifted derivative
-    that runs under another (``linen.core.lifting.in_nested_derivative``). Then every
-    staged call runs as its direct operations, reshapes too. Never under JAX 0.10.
+    of them carries two differentiations, two carry different ones (F37: a user's own
+    ``jax.grad`` over a layer's input inside a gradient over its parameters), or one
+    carries one inside a lifted derivative that runs under another
+    (``linen.core.lifting.in_nested_derivative``). Then every staged call runs as its
+    direct operations, reshapes too. Never under JAX 0.10.
     """
     if not _NESTED_REVERSE_REGROUPS:
         return False
-    nested = None
+    nested = outer = None
     for x in values:
         if type(x) is STAGING_TRACER or not isinstance(x, jax.core.Tracer):
             continue
@@ -93,6 +95,13 @@ def nested_derivative(*values) -> bool:
         if count > 1:
             return True
         if count:
+            # Two values carrying different derivatives: a gradient penalty's input (its
+            # inner derivative) meeting parameters differentiated around it.
+            trace = outer_derivative(x)
+            if outer is None:
+                outer = trace
+            elif trace is not outer:
+                return True
             if nested is None:
                 nested = in_nested_derivative()
             if nested:
