@@ -638,12 +638,14 @@ class Leaf(Node):
 
 
 # Ops of a hand-written leaf, in the order they appear in its __call__.
-CUSTOM_OPS = ('param', 'variable', 'sow', 'perturb', 'rng')
+CUSTOM_OPS = ('param', 'variable', 'sow', 'perturb', 'rng', 'query')
 
 
 @dataclass(frozen=True)
 class Custom(Node):
-    """A user Module using ``param``/``variable``/``sow``/``perturb``/``make_rng``."""
+    """A user Module using ``param``/``variable``/``sow``/``perturb``/``make_rng``, and
+    reading its context (``query``: ``has_rng``, ``is_mutable_collection``,
+    ``has_variable``, ``is_initializing``, each flag a power of two added to ``x``)."""
 
     ops: tuple[str, ...]
     style: str = 'compact'  # or 'setup': param and variable declared in setup
@@ -678,6 +680,15 @@ class Custom(Node):
             body.append("x = self.perturb('p', x)")
         if 'rng' in self.ops:
             body.append("x = x + 0.1 * jax.random.normal(self.make_rng('noise'), x.shape)")
+        if 'query' in self.ops:
+            body.append(
+                "flags = (self.has_rng('noise'), self.has_rng('dropout'), "
+                f"self.is_mutable_collection('{self.collection}'), "
+                "self.is_mutable_collection('intermediates'), "
+                f"self.has_variable('{self.collection}', 'count'), "
+                "self.has_variable('params', 'w'), self.is_initializing())"
+            )
+            body.append('x = x + sum(0.5**i for i, flag in enumerate(flags) if flag)')
         body.append('return x')
         lines = [f'class {name}(nn.Module):']
         if setup_lines:

@@ -231,9 +231,10 @@ KNOWN: tuple[KnownFinding, ...] = (
         'D6',
         'nn.jit runs its Python body where linen traces (once per distinct program, one '
         'abstract trace to learn rng paths), not where Flax does: an nn.intercept_methods '
-        'interceptor sees the calls inside another number of times (docs/differences.md, '
-        'the jit row of the compatibility table)',
-        ('intercept',),
+        'interceptor sees the calls inside another number of times, and Flax can reuse a '
+        'trace made before capture_intermediates was asked (missing the captures inside) '
+        '(docs/differences.md, the jit row of the compatibility table)',
+        ('intercept', 'capture'),
         ('structure', 'values'),
         frozenset({'lift.jit'}),
         (),
