@@ -253,9 +253,8 @@ def test_what_a_wrapped_layer_may_change_in_apply_is_flaxs(wrapper, mutable, cap
             variables, x, mutable=mutable, capture_intermediates=capture, **kwargs
         )
 
-    (kind, ours), (expected_kind, theirs) = _outcome(lambda: apply(linen_nn)), _outcome(
-        lambda: apply(flax_nn)
-    )
+    kind, ours = _outcome(lambda: apply(linen_nn))
+    expected_kind, theirs = _outcome(lambda: apply(flax_nn))
     assert kind == expected_kind, (ours, theirs)
     if kind == 'raised':
         assert type(ours).__name__ == type(theirs).__name__

@@ -1054,9 +1054,7 @@ def test_vmap_and_scan_bodies_see_only_the_streams_split_rngs_names_as_flax(tran
     streams, strict = STREAMS[case]
     split_rngs = {'params': transform == 'vmap', **streams}
     refused = strict and not streams
-    _init_and_apply_as_flax(
-        lambda nn: _stream_reader(nn, transform, split_rngs, strict), refused
-    )
+    _init_and_apply_as_flax(lambda nn: _stream_reader(nn, transform, split_rngs, strict), refused)
 
 
 # ------------------------------- a gradient penalty over a layer called twice (F37)
@@ -1097,9 +1095,8 @@ def test_gradient_penalty_over_a_layer_called_twice_is_flaxs_to_the_bit(layer, i
     Flax (fuzz finding F37; a length-3 input shows it in the values)."""
     shape = (2, 3) if layer in ('GroupNorm', 'SelfAttention') else (3,)
     x = jax.random.normal(jax.random.key(0), shape)
-    theirs, ours = _shared_layer_model(flax_nn, layer, inside), _shared_layer_model(
-        linen_nn, layer, inside
-    )
+    theirs = _shared_layer_model(flax_nn, layer, inside)
+    ours = _shared_layer_model(linen_nn, layer, inside)
     params = theirs.init(jax.random.key(0), x)['params']
     _assert_same_tree(ours.init(jax.random.key(0), x)['params'], params, 'init')
 

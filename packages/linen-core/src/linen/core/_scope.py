@@ -40,7 +40,14 @@ class _Root:
     """State shared by every scope of one binding."""
 
     __slots__ = (
-        'variables', 'mutable', 'valid', 'offset', 'lifted', 'mutable_cols', 'cache', 'col_caches'
+        'variables',
+        'mutable',
+        'valid',
+        'offset',
+        'lifted',
+        'mutable_cols',
+        'cache',
+        'col_caches',
     )
 
     def __init__(self, variables: dict[str, Any], mutable: Filter, offset: int = 0):
