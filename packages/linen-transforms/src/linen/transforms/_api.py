@@ -90,7 +90,8 @@ def vmap(
     each slice a different key, ``False`` the same key. As in Flax, a collection no
     entry names stays outside: the body neither reads nor writes it (a ``sow`` there
     records nothing); so does an rng stream ``split_rngs`` does not name (``has_rng``
-    says False there, drawing from it is Flax's ``InvalidRngError`` or its fallback to ``params``).
+    says False there; drawing from it is Flax's ``InvalidRngError``, or its fallback to
+    ``params``).
     """
 
     if _per_method(target, methods):
@@ -133,7 +134,8 @@ def scan(
 
     ``split_rngs={'dropout': True}`` gives each step a different key, ``False`` the same
     key; as in Flax, a stream ``split_rngs`` does not name is not in the body
-    (``has_rng`` says False there, drawing from it is Flax's ``InvalidRngError`` or its fallback to ``params``).
+    (``has_rng`` says False there; drawing from it is Flax's ``InvalidRngError``, or its
+    fallback to ``params``).
 
     ``check_constancy_invariants=False`` (as in Flax) skips the extra run before the
     loop: broadcast collections are then not created there, so initialising a
