@@ -248,7 +248,8 @@ KNOWN: tuple[KnownFinding, ...] = (
         ('raises', 'error-type'),
         frozenset({'layer.SpectralNorm'}),
         ('capture_raises_1',),
-        flax_says="'SequenceKey' object has no attribute 'key'",
+        # JAX 0.10 names the class 'SequenceKey', JAX 0.12 'jaxlib._jax.pytree.SequenceKey'
+        flax_says="SequenceKey' object has no attribute 'key'",
     ),
     KnownFinding(
         'D1',
