@@ -1108,3 +1108,38 @@ def test_gradient_penalty_over_a_layer_called_twice_is_flaxs_to_the_bit(layer, i
 
     for what, run in (('eager', lambda f: f), ('jitted', jax.jit)):
         _assert_same_tree(run(penalty(ours))(params), run(penalty(theirs))(params), what)
+
+
+def _mapped_stream_reader(nn, rngs, strict: bool):
+    """``_stream_reader``'s body under ``nn.map_variables(..., rngs=rngs)``."""
+
+    class Body(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            deterministic = not (strict or self.has_rng('dropout'))
+            return nn.Dropout(0.5, deterministic=deterministic)(nn.Dense(4)(x))
+
+    class Top(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            mapped = nn.map_variables(Body, 'params', init=self.is_initializing(), rngs=rngs)
+            return mapped()(x)
+
+    return Top()
+
+
+MAPPED_STREAMS = {
+    'every_stream': (True, False, False),
+    'params_only': (['params'], False, False),
+    'params_only_strict': (['params'], True, True),
+    'params_and_dropout': (['params', 'dropout'], True, False),
+    'no_stream': (False, False, True),
+}
+
+
+@pytest.mark.parametrize('case', list(MAPPED_STREAMS))
+def test_map_variables_body_sees_only_the_streams_rngs_admits_as_flax(case):
+    """``nn.map_variables``' ``rngs=`` filter: the others are not in the body (linen
+    passed every stream)."""
+    rngs, strict, refused = MAPPED_STREAMS[case]
+    _init_and_apply_as_flax(lambda nn: _mapped_stream_reader(nn, rngs, strict), refused)

@@ -543,14 +543,17 @@ def map_variables(
     variables: Any = True,
     methods: Sequence[str] | Mapping[str, Mapping] | None = None,
 ) -> Any:
-    """The target sees ``trans_in_fn`` of its variables; writes go back through ``trans_out_fn``."""
+    """The target sees ``trans_in_fn`` of its variables; writes go back through ``trans_out_fn``.
+
+    As in Flax, the target sees only the rng streams ``rngs`` admits.
+    """
 
     if _per_method(target, methods):
         return _each_method(map_variables, target, methods)
 
     def make(body):
         return _variables.map_variables(
-            body, mapped_collections, trans_in_fn, trans_out_fn, init, mutable
+            body, mapped_collections, trans_in_fn, trans_out_fn, init, mutable, rngs
         )
 
     return lift('Map_variables', target, make, methods, multi_scope=True)

@@ -31,7 +31,8 @@ def map_variables(
     when ``mutable`` or ``init``; what is written goes back through ``map_out_fn``.
     With ``init`` (and anything mutable) ``fn`` first runs on the untransformed
     variables so they exist; what it created is stored as ``map_out_fn`` of it, and
-    the real run sees ``map_in_fn`` of that. ``scope`` may be a pytree of scopes.
+    the real run sees ``map_in_fn`` of that. ``scope`` may be a pytree of scopes. The
+    function sees only the rng streams ``rngs`` admits.
     ``trans_in_fn``/``trans_out_fn`` are linen's older names of the two functions.
     """
     if trans_in_fn is not None:
@@ -42,6 +43,8 @@ def map_variables(
 
     def wrapper(scope_tree, *args, **kwargs):
         state = _pack.ScopeTree(scope_tree)
+        # As in Flax, the function sees only the rng streams `rngs` admits.
+        keys = state.admitted_keys(rngs) or state.keys
         split = [_pack.group_variables(v, (mapped_collections,)) for v in state.variables]
         mapped = [m for m, _ in split]
         other = [o for _, o in split]
@@ -49,7 +52,7 @@ def map_variables(
             # Create the variables with a first run, so that map_in_fn (which may
             # create variables of its own, e.g. SpectralNorm's statistics) sees real
             # values; the second run below uses the mapped ones.
-            tree, first = state.inner([{**m, **o} for m, o in split])
+            tree, first = state.inner([{**m, **o} for m, o in split], keys)
             fn(tree, *args, **kwargs)
             created = [_pack.inner_mutated(s, (mapped_collections,))[0] for s in first]
             # As in Flax, the real run sees what the first run may write back: the
@@ -67,7 +70,7 @@ def map_variables(
         inner = [
             _pack.make_inner_scope(s, {**map_in_fn(thaw(m)), **o}, _pack.streams(k, t), mutable=mut)
             for s, m, o, k, t, mut in zip(
-                state.scopes, mapped, other, state.keys, state.templates, inner_mutable
+                state.scopes, mapped, other, keys, state.templates, inner_mutable
             )
         ]
         y = fn(state.unflatten(inner), *args, **kwargs)
