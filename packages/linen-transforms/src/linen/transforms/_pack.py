@@ -206,6 +206,22 @@ def rng_keys(scope: Scope) -> tuple[dict[str, Any], dict[str, Any]]:
     return {n: r.key for n, r in rngs.items()}, dict(rngs)
 
 
+def split_and_shared(
+    keys: dict[str, Any], split_rngs: Mapping[Filter, bool]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``keys`` by ``split_rngs`` (``vmap``'s and ``scan``'s): the streams a filter set to
+    True names (to split), and those only a filter set to False names (shared). As in
+    Flax, a stream no filter names is in neither: the body does not see it."""
+    split, shared = {}, {}
+    for name, key in keys.items():
+        named = [do for f, do in split_rngs.items() if in_filter(f, name)]
+        if any(named):
+            split[name] = key
+        elif named:
+            shared[name] = key
+    return split, shared
+
+
 def split_keys(keys: dict[str, Any], n: int) -> dict[str, Any]:
     """Each key split ``n`` ways, for the ``n`` steps or lanes of a transform.
 

@@ -235,8 +235,7 @@ class _Scan:
         # is read-only inside; `linen_strict_scan_collections` keeps them writable
         # and refuses a step that writes one).
         self.covered = functools.reduce(union_filters, self.filters, False)
-        self.split_filter = [f for f, do in split_rngs.items() if do]
-        self.named_rngs = list(split_rngs)
+        self.split_rngs = split_rngs
         self.metadata_params = dict(metadata_params or {})
         self.broadcast_axes = [f for f, ax in (variable_axes or {}).items() if ax is broadcast]
 
@@ -311,16 +310,9 @@ class _Scan:
                 )
             )
             keys, scope_paths = _pack.rng_keys(scope)
-            sp = {k: v for k, v in keys.items() if any(in_filter(f, k) for f in self.split_filter)}
+            sp, shared = _pack.split_and_shared(keys, self.split_rngs)
             split.append(sp)
-            # As in Flax, a stream no split_rngs filter names stays outside.
-            fixed_keys.append(
-                {
-                    k: v
-                    for k, v in keys.items()
-                    if k not in sp and any(in_filter(f, k) for f in self.named_rngs)
-                }
-            )
+            fixed_keys.append(shared)
             paths.append(scope_paths)
         return _Inputs(
             bcast_vars, tuple(carry_vars), tuple(axis_vars), rest_vars, split, fixed_keys, paths

@@ -8,7 +8,7 @@ from typing import Any
 
 import jax
 
-from linen.core import Scope, in_filter, intersect_filters, union_filters
+from linen.core import Scope, intersect_filters, union_filters
 from linen.core.lifting import Filter
 from linen.transforms import _pack
 from linen.transforms._axis_markers import SplitAxes
@@ -87,8 +87,6 @@ def vmap(
     var_axes = tuple(directions.outputs.values()) + (None,)
     # What the body may write: the collections lifted as output (not `In`, not unnamed).
     writable = functools.reduce(union_filters, directions.outputs, False)
-    split_filter = [f for f, do in split_rngs.items() if do]
-    named_rngs = list(split_rngs)
     metadata_params = dict(metadata_params or {})
     out_only_groups = range(len(directions.inputs), len(in_filters))
 
@@ -117,17 +115,9 @@ def vmap(
             # (after remove_axis: a metadata box may make the mapped axis there)
             _check_mapped_axes(all_groups[-1], in_axes_of_groups, scope)
             keys, paths = _pack.rng_keys(scope)
-            all_split.append(
-                {k: v for k, v in keys.items() if any(in_filter(f, k) for f in split_filter)}
-            )
-            # As in Flax, a stream no split_rngs filter names stays outside.
-            all_bcast.append(
-                {
-                    k: v
-                    for k, v in keys.items()
-                    if k not in all_split[-1] and any(in_filter(f, k) for f in named_rngs)
-                }
-            )
+            split, shared = _pack.split_and_shared(keys, split_rngs)
+            all_split.append(split)
+            all_bcast.append(shared)
             all_paths.append(paths)
         size = axis_size
         if size is None:
