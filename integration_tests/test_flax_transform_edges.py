@@ -122,6 +122,13 @@ def _assert_same_values(expected, actual) -> None:
     _assert_same_variables(_in_pytree_order(_plain(expected)), _in_pytree_order(_plain(actual)))
 
 
+def _assert_same_tree(got, expected, what='') -> None:
+    """The same pytree of arrays, bit for bit (tuples and lists too)."""
+    assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(expected), what
+    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(expected)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=what)
+
+
 def _assert_same_outcome(flax_outcome, linen_outcome, compare) -> None:
     (flax_kind, flax_value), (linen_kind, linen_value) = flax_outcome, linen_outcome
     if flax_kind == 'raised':
@@ -922,10 +929,7 @@ def test_gradient_through_a_lifted_derivative_is_flaxs_to_the_bit(layer, derivat
         return jax.grad(lambda p: jnp.sum(model.apply({'params': p}, x)))
 
     for what, run in (('eager', lambda f: f), ('jitted', jax.jit)):
-        expected = run(gradient(theirs))(params)
-        got = run(gradient(ours))(params)
-        for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(expected)):
-            np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=what)
+        _assert_same_tree(run(gradient(ours))(params), run(gradient(theirs))(params), what)
 
 
 def _input_gradient_model(nn, inner: str):
@@ -997,12 +1001,6 @@ def test_lifted_transforms_under_the_users_own_grad_are_flaxs_to_the_bit(inner):
 
     for what, run in (('eager', lambda f: f), ('jitted', jax.jit)):
         _assert_same_tree(run(outputs(ours))(params), run(outputs(theirs))(params), what)
-
-
-def _assert_same_tree(got, expected, what=''):
-    assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(expected), what
-    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(expected)):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=what)
 
 
 # ------------------- nn.vmap, nn.scan: the rng streams split_rngs names, and only those
