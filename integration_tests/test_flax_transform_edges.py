@@ -28,7 +28,9 @@ message Flax gives at run time (its documentation link left out).
   neither readable nor writable there) and only the rng streams ``rngs=`` admits;
   ``nn.cond`` and ``nn.switch`` show their branches the collections and streams their
   filters admit; ``nn.while_loop`` shows its body the carried and broadcast
-  collections and the streams ``split_rngs`` names.
+  collections and the streams ``split_rngs`` names; ``nn.map_variables`` shows its
+  target the mapped collections, those ``variables=`` admits and the streams
+  ``rngs=`` admits, and ``nn.fold_rngs`` the collections and streams its filters admit.
 - A gradient through a lifted derivative (``nn.grad``, ``nn.vjp``, ``nn.jvp`` of a
   layer, a shared module calling it twice under ``nn.vmap``) is Flax's to the bit,
   jitted and eager: the layers inside emit Flax's operations one by one (F36).
@@ -1141,3 +1143,98 @@ def test_map_variables_body_sees_only_the_streams_rngs_admits_as_flax(case):
     passed every stream)."""
     rngs, strict, refused = MAPPED_STREAMS[case]
     _init_and_apply_as_flax(lambda nn: _mapped_stream_reader(nn, rngs, strict), refused)
+
+
+def _collection_prober(nn, transform, filters):
+    """A body that makes its 'consts' and 'state' variables only where it may (so each
+    filter runs), counts in 'state', sows, and returns what it sees, under
+    ``nn.map_variables`` (of 'params') or ``nn.fold_rngs`` with ``filters``."""
+
+    class Body(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            seen = [self.has_variable('consts', 'c'), self.has_variable('state', 'count')]
+            changes = [self.is_mutable_collection(c) for c in ('consts', 'state', 'params')]
+            streams = [self.has_rng('dropout'), self.has_rng('params')]
+            c = (
+                self.variable('consts', 'c', jnp.full, (1, 4), 2.0)
+                if seen[0] or changes[0]
+                else None
+            )
+            if seen[1] or changes[1]:
+                count = self.variable('state', 'count', jnp.zeros, ())
+                if changes[1] and not self.is_initializing():
+                    count.value += 1
+            self.sow('intermediates', 'x', x)
+            y = nn.Dense(4)(x) * (1.0 if c is None else c.value)
+            return y, jnp.array(seen + changes + streams)
+
+    class Top(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            if transform == 'map_variables':
+                init = self.is_initializing()
+                return nn.map_variables(Body, 'params', init=init, **filters)()(x)
+            return nn.fold_rngs(Body, **filters)()(x)
+
+    return Top()
+
+
+# (filters, whether Flax's init refuses them: the body needs what they leave out)
+COLLECTION_FILTERS = {
+    'map_variables': {
+        'every_collection': ({}, False),
+        'params_only': ({'variables': 'params'}, False),
+        'none': ({'variables': False}, False),
+        'params_and_consts': ({'variables': ['params', 'consts']}, False),
+        'state_only': ({'variables': 'state'}, False),
+        'state_and_consts_mutable': ({'variables': ['state', 'consts'], 'mutable': True}, False),
+        'consts_mutable': ({'variables': 'consts', 'mutable': True}, False),
+        'params_without_their_stream': ({'variables': 'params', 'rngs': 'dropout'}, True),
+    },
+    'fold_rngs': {
+        'params_only': ({'variables': 'params'}, False),
+        'params_and_consts': ({'variables': ['params', 'consts']}, False),
+        'params_stream': ({'rngs': 'params'}, False),
+        'dropout_stream': ({'rngs': 'dropout'}, True),
+        'nothing': ({'variables': False, 'rngs': False}, True),
+    },
+}
+
+
+@pytest.mark.parametrize(
+    'transform,case', [(t, c) for t, cases in COLLECTION_FILTERS.items() for c in cases]
+)
+def test_map_variables_and_fold_rngs_apply_their_variables_filter_as_flax(transform, case):
+    """``nn.map_variables``' ``variables=`` and ``nn.fold_rngs``' ``variables=`` and
+    ``rngs=``: the body sees (and changes) only the collections admitted (for
+    ``map_variables``, with the mapped ones) and only the streams admitted; linen
+    accepted the filters and showed it everything."""
+    filters, refused = COLLECTION_FILTERS[transform][case]
+    assert (
+        _outcome(lambda: _collection_prober(flax_nn, transform, filters).init(RNGS, X))[0]
+        == 'raised'
+    ) == refused
+
+    def run(nn, mutable, given):
+        model = _collection_prober(nn, transform, filters)
+        variables = model.init(RNGS, X)
+        passed = {c: v for c, v in variables.items() if c in given}
+        applied = model.apply(passed, X, rngs={'dropout': RNGS['dropout']}, mutable=mutable)
+        return {'variables': variables, 'applied': applied}
+
+    every = ('params', 'consts', 'state')
+    for mutable, given in (
+        (False, every),
+        (['state', 'intermediates'], every),
+        (['consts', 'state'], ('params',)),
+    ):
+        flax_outcome = _outcome(functools.partial(run, flax_nn, mutable, given))
+        linen_outcome = _outcome(functools.partial(run, linen_nn, mutable, given))
+        if flax_outcome[0] == 'raised':  # the same class (Flax words the path otherwise)
+            assert type(linen_outcome[1]).__name__ == type(flax_outcome[1]).__name__, (
+                flax_outcome,
+                linen_outcome,
+            )
+        else:
+            _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_tree)

@@ -163,3 +163,33 @@ def test_map_variables_lifts_a_field_submodule_made_by_the_caller():
     np.testing.assert_allclose(
         Parent().apply(variables, x), x @ (3 * p['kernel']) + 3 * p['bias'][None], rtol=1e-6
     )
+
+
+class Counter(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        count = self.variable('state', 'n', jnp.zeros, ())
+        count.value += 1
+        return x + count.value
+
+
+def test_errors_inside_a_lifted_scope_name_the_transforms_filter():
+    """A collection the transform hides, or keeps read-only, is named as the transform's
+    doing (the hint to pass it to `apply` alone would not help there)."""
+    x = jnp.ones(2)
+    state = {'state': {'n': jnp.zeros(())}}
+    hidden = nn.map_variables(Counter, 'params', variables='params')
+    with pytest.raises(errors.ScopeCollectionNotFound, match='`variables=` filter') as hid:
+        hidden().apply(state, x, mutable=False)
+    assert 'collection "state"' in str(hid.value)
+    read_only = nn.map_variables(Counter, 'state')  # mapped, not mutable=True
+    with pytest.raises(errors.ModifyScopeVariableError, match='must let it change') as ro:
+        read_only().apply(state, x, mutable=['state'])
+    assert 'collection "state" is immutable' in str(ro.value)
+    # Outside a lifted transform, neither hint.
+    with pytest.raises(errors.ScopeCollectionNotFound) as plain:
+        Counter().apply({}, x)
+    assert 'filter' not in str(plain.value)
+    with pytest.raises(errors.ModifyScopeVariableError) as plain_write:
+        Counter().apply(state, x)
+    assert 'lifted' not in str(plain_write.value)

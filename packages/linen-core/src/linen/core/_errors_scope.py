@@ -102,13 +102,19 @@ class ScopeCollectionNotFound(LinenError, KeyError):
     ScopeCollectionNotFound: ...
     """
 
-    def __init__(self, col_name: str, var_name: str, scope_path: str):
+    def __init__(self, col_name: str, var_name: str, scope_path: str, lifted: bool = False):
         self.col_name, self.var_name, self.scope_path = col_name, var_name, scope_path
+        where = (
+            ' Inside a lifted transform the transform must let the module see it too: '
+            'name the collection in its `variables=` filter.'
+            if lifted
+            else ''
+        )
         super().__init__(
             f'Tried to access "{var_name}" from collection "{col_name}" in '
             f'{_flax_path(scope_path)} but the collection is empty. Pass the '
             f'"{col_name}" collection returned by `init` to `apply`, or make it mutable '
-            f'with `mutable=["{col_name}"]` so it can be created.'
+            f'with `mutable=["{col_name}"]` so it can be created.{where}'
         )
 
     def __str__(self):

@@ -533,7 +533,9 @@ class Scope:
         if not self.has_variable(col, name):
             if not self.is_mutable_collection(col) or init_fn is None:
                 if self.is_collection_empty(col):
-                    raise errors.ScopeCollectionNotFound(col, name, self.path_text)
+                    raise errors.ScopeCollectionNotFound(
+                        col, name, self.path_text, self._root.lifted
+                    )
                 raise errors.ScopeVariableNotFoundError(name, col, self.path_text)
             if EAGER_LAZY_INIT.get():  # an eager lazy_init: off its shape trace
                 value = concrete_init(init_fn, init_args, init_kwargs, self.rng_counters)
@@ -569,7 +571,9 @@ class Scope:
         if value is _ABSENT:
             if not self.is_mutable_collection('params'):
                 if self.is_collection_empty('params'):
-                    raise errors.ScopeCollectionNotFound('params', name, self.path_text)
+                    raise errors.ScopeCollectionNotFound(
+                        'params', name, self.path_text, self._root.lifted
+                    )
                 raise errors.ScopeParamNotFoundError(name, self.path_text)
             if init_fn is _ZEROS or init_fn is _ONES:
                 # These ignore their key: draw it (the stream's count moves on and a

@@ -545,7 +545,8 @@ def map_variables(
 ) -> Any:
     """The target sees ``trans_in_fn`` of its variables; writes go back through ``trans_out_fn``.
 
-    As in Flax, the target sees only the rng streams ``rngs`` admits.
+    As in Flax, the target sees only the mapped collections and the others
+    ``variables`` admits, and only the rng streams ``rngs`` admits.
     """
 
     if _per_method(target, methods):
@@ -553,15 +554,24 @@ def map_variables(
 
     def make(body):
         return _variables.map_variables(
-            body, mapped_collections, trans_in_fn, trans_out_fn, init, mutable, rngs
+            body, mapped_collections, trans_in_fn, trans_out_fn, init, mutable, rngs, variables
         )
 
     return lift('Map_variables', target, make, methods, multi_scope=True)
 
 
 def fold_rngs(target: Any, variables: Any = True, rngs: Any = True) -> Any:
-    """The target's rng streams start from one fresh key each, drawn from the caller's."""
-    return lift('Fold_rngs', target, _variables.fold_rngs_module, None)
+    """The target's rng streams start from one fresh key each, drawn from the caller's.
+
+    As in Flax, the target sees only the collections ``variables`` admits and only the
+    rng streams ``rngs`` admits.
+    """
+    return lift(
+        'Fold_rngs',
+        target,
+        functools.partial(_variables.fold_rngs_module, variables=variables, rngs=rngs),
+        None,
+    )
 
 
 def add_metadata_axis(

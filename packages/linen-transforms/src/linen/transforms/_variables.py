@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from linen.core import subtract_filters
+from linen.core import in_filter, intersect_filters, subtract_filters, union_filters
 from linen.core.lifting import Filter, RngStream, thaw
 from linen.core.scope import is_filter_empty
 from linen.transforms import _pack
@@ -31,8 +31,9 @@ def map_variables(
     when ``mutable`` or ``init``; what is written goes back through ``map_out_fn``.
     With ``init`` (and anything mutable) ``fn`` first runs on the untransformed
     variables so they exist; what it created is stored as ``map_out_fn`` of it, and
-    the real run sees ``map_in_fn`` of that. ``scope`` may be a pytree of scopes. The
-    function sees only the rng streams ``rngs`` admits.
+    the real run sees ``map_in_fn`` of that. ``scope`` may be a pytree of scopes. As in
+    Flax, the function sees (and may change) only the mapped collections and the others
+    ``variables`` admits, and only the rng streams ``rngs`` admits.
     ``trans_in_fn``/``trans_out_fn`` are linen's older names of the two functions.
     """
     if trans_in_fn is not None:
@@ -40,20 +41,34 @@ def map_variables(
     if trans_out_fn is not None:
         map_out_fn = trans_out_fn
     writable = mutable or init
+    # As in Flax, the function sees the mapped collections and the others `variables`
+    # admits (the rest are absent inside), and changes only those of them the caller
+    # may change; the mapped ones only when writable.
+    seen = union_filters(mapped_collections, variables)
+    changeable = seen if writable else subtract_filters(variables, mapped_collections)
 
     def wrapper(scope_tree, *args, **kwargs):
         state = _pack.ScopeTree(scope_tree)
         # As in Flax, the function sees only the rng streams `rngs` admits.
         keys = state.admitted_keys(rngs) or state.keys
-        split = [_pack.group_variables(v, (mapped_collections,)) for v in state.variables]
-        mapped = [m for m, _ in split]
-        other = [o for _, o in split]
+        split = [_pack.group_variables(v, (mapped_collections, variables)) for v in state.variables]
+        mapped = [m for m, _, _ in split]
+        other = [o for _, o, _ in split]
+
+        def scopes(variables, admitted):
+            return [
+                _pack.make_inner_scope(
+                    s, v, _pack.streams(k, t), mutable=intersect_filters(s.mutable, admitted)
+                )
+                for s, v, k, t in zip(state.scopes, variables, keys, state.templates)
+            ]
+
         if init and any(not is_filter_empty(s.mutable) for s in state.scopes):
             # Create the variables with a first run, so that map_in_fn (which may
             # create variables of its own, e.g. SpectralNorm's statistics) sees real
             # values; the second run below uses the mapped ones.
-            tree, first = state.inner([{**m, **o} for m, o in split], keys)
-            fn(tree, *args, **kwargs)
+            first = scopes([{**m, **o} for m, o in zip(mapped, other)], seen)
+            fn(state.unflatten(first), *args, **kwargs)
             created = [_pack.inner_mutated(s, (mapped_collections,))[0] for s in first]
             # As in Flax, the real run sees what the first run may write back: the
             # mapped collections the caller made mutable (a read-only one comes out
@@ -63,16 +78,7 @@ def map_variables(
                 map_out_fn({c: t for c, t in {**m, **n}.items() if s.is_mutable_collection(c)})
                 for s, m, n in zip(state.scopes, mapped, created)
             ]
-        inner_mutable = [
-            s.mutable if writable else subtract_filters(s.mutable, mapped_collections)
-            for s in state.scopes
-        ]
-        inner = [
-            _pack.make_inner_scope(s, {**map_in_fn(thaw(m)), **o}, _pack.streams(k, t), mutable=mut)
-            for s, m, o, k, t, mut in zip(
-                state.scopes, mapped, other, keys, state.templates, inner_mutable
-            )
-        ]
+        inner = scopes([{**map_in_fn(thaw(m)), **o} for m, o in zip(mapped, other)], changeable)
         y = fn(state.unflatten(inner), *args, **kwargs)
         out = []
         for s in inner:
@@ -93,12 +99,15 @@ def fold_rngs(fn: Callable, variables: Filter = True, rngs: Filter = True) -> Ca
     (Flax's module transforms pass the module's fingerprint there) and hands it to
     ``fn(scope, hash_key, *args)``. Inside, each rng stream restarts at its key
     with the scope's path dropped (Flax's ``LazyRng.clear_suffix``), so the keys
-    drawn inside do not depend on where the scope sits; counters carry on.
+    drawn inside do not depend on where the scope sits; counters carry on. As in Flax,
+    ``fn`` sees (and changes) only the collections ``variables`` admits and only the
+    rng streams ``rngs`` admits.
     """
 
     def wrapper(scope_tree, hash_key, *args, **kwargs):
         state = _pack.ScopeTree(scope_tree)
-        tree, inner = state.inner(state.variables, clear_paths=True)
+        visible, keys, mutable = _admitted(state, variables, rngs)
+        tree, inner = state.inner(visible, keys, mutable, clear_paths=True)
         y = fn(tree, hash_key, *args, **kwargs)
         state.write_back(_pack.mutated_per_scope(inner))
         return y
@@ -106,14 +115,29 @@ def fold_rngs(fn: Callable, variables: Filter = True, rngs: Filter = True) -> Ca
     return wrapper
 
 
-def fold_rngs_module(fn: Callable) -> Callable:
-    """``nn.fold_rngs``' lift: each stream consumes one ``make_rng`` of the outer scope;
-    inside, keys derive from that key, so the inner randomness no longer depends on the
-    outer path."""
+def _admitted(state: _pack.ScopeTree, variables: Filter, rngs: Filter):
+    """Per scope, the collections ``variables`` admits; per scope, the keys of the
+    streams ``rngs`` admits (None: all); what may change inside (None: the outer
+    scope's mutable collections)."""
+    visible = state.variables
+    if variables is not True:
+        visible = [_pack.group_variables(v, (variables,))[0] for v in visible]
+    return visible, state.admitted_keys(rngs), state.mutable_seen(variables)
+
+
+def fold_rngs_module(fn: Callable, variables: Filter = True, rngs: Filter = True) -> Callable:
+    """``nn.fold_rngs``' lift: each stream ``rngs`` admits consumes one ``make_rng`` of
+    the outer scope; inside, keys derive from that key, so the inner randomness no
+    longer depends on the outer path. As in Flax, the target sees (and changes) only
+    the collections ``variables`` admits and only those streams."""
 
     def wrapper(scope, *args, **kwargs):
-        streams = {name: RngStream(scope.make_rng(name)) for name in scope.rngs}
-        inner = _pack.make_inner_scope(scope, _pack.gather_variables(scope), streams)
+        state = _pack.ScopeTree(scope)
+        visible, _, mutable = _admitted(state, variables, rngs)
+        streams = {
+            name: RngStream(scope.make_rng(name)) for name in scope.rngs if in_filter(rngs, name)
+        }
+        inner = _pack.make_inner_scope(scope, visible[0], streams, mutable)
         y = fn(inner, *args, **kwargs)
         _pack.write_back(scope, _pack.inner_mutated(inner, ()))
         return y
