@@ -501,3 +501,92 @@ def test_keyword_arguments_dropped_with_flax_warning(transform):
         np.testing.assert_allclose(y_l, expected, rtol=1e-5, atol=1e-6)  # scale=1: dropped
     else:
         assert w_l == []
+
+
+def _prober(scope, x):
+    """``dense`` scaled by a 'consts' variable and counted in 'state', each made only
+    where the scope may (so every filter runs), noise where 'dropout' is there; returns
+    what the scope sees besides."""
+    seen = [scope.has_variable('consts', 'c'), scope.has_variable('state', 'n')]
+    changes = [scope.is_mutable_collection(c) for c in ('consts', 'state', 'params')]
+    streams = [scope.has_rng('dropout'), scope.has_rng('params')]
+    scale = 1.0
+    if seen[0] or changes[0]:
+        scale = scope.variable('consts', 'c', jnp.full, (1, 3), 2.0).value
+    if seen[1] or changes[1]:
+        count = scope.variable('state', 'n', jnp.zeros, ())
+        if changes[1]:
+            count.value += 1
+    y = dense(scope, x) * scale
+    if streams[0]:
+        y = y + jax.random.uniform(scope.make_rng('dropout'), y.shape)
+    return y, jnp.array(seen + changes + streams)
+
+
+def _filtered(lift, transform, filters):
+    def model(scope, x):
+        body = scope.push('body')
+        if transform == 'jit':
+            return lift.jit(_keyed(_prober), **filters)(body, 'k', x)
+        if transform == 'fold_rngs':
+            return lift.fold_rngs(_keyed(_prober), **filters)(body, 'k', x)
+        if transform == 'map_variables':
+            init = scope.is_mutable_collection('params')
+            return lift.map_variables(_prober, 'params', init=init, **filters)(body, x)
+        return getattr(lift, transform)(_prober, **filters)(body, x)
+
+    return model
+
+
+LIFT_FILTERS = {
+    'params': {'variables': 'params'},
+    'no_collection': {'variables': False},
+    'params_and_consts': {'variables': ['params', 'consts']},
+    'state': {'variables': 'state'},
+    'params_stream': {'rngs': 'params'},
+    'dropout_stream': {'rngs': 'dropout'},
+    'both': {'variables': ['params', 'state'], 'rngs': ['params', 'dropout']},
+}
+
+
+def _outcome(run):
+    try:
+        return 'ok', run()
+    except Exception as error:
+        return 'raised', error
+
+
+FILTER_CASES = [
+    (transform, case)
+    for transform in ('jit', 'checkpoint', 'remat', 'fold_rngs', 'map_variables')
+    for case in LIFT_FILTERS
+    # (map_variables' rngs= is compared at module level, test_flax_transform_edges)
+    if not (transform == 'map_variables' and 'rngs' in LIFT_FILTERS[case])
+]
+
+
+@pytest.mark.parametrize(('transform', 'case'), FILTER_CASES)
+def test_lift_variables_and_rngs_filters_match_flax(transform, case):
+    """The body sees (and changes) only the collections and rng streams the filters
+    admit (``map_variables``: with the mapped one); linen's ``jit``, ``checkpoint``,
+    ``fold_rngs`` and ``map_variables`` accepted their filters and ignored them."""
+    filters = LIFT_FILTERS[case]
+
+    def run(pair_, mutable, given):
+        core, lift = pair_
+        model = _filtered(lift, transform, filters)
+        y, variables = core.init(model)(RNGS, X)
+        variables = jax.tree_util.tree_map(jnp.asarray, dict(variables))
+        passed = {c: v for c, v in variables.items() if c in given}
+        out = core.apply(model, mutable=mutable)(passed, X, rngs={'dropout': RNGS['dropout']})
+        return variables, y, out
+
+    every = ('params', 'consts', 'state')
+    for mutable, given in ((False, every), (['state'], every), (['consts', 'state'], ('params',))):
+        flax_kind, flax_value = _outcome(lambda: run(FLAX, mutable, given))  # noqa: B023
+        linen_kind, linen_value = _outcome(lambda: run(LINEN, mutable, given))  # noqa: B023
+        assert linen_kind == flax_kind, (flax_value, linen_value)
+        if flax_kind == 'raised':  # the same class (Flax names lifted scopes otherwise)
+            assert type(linen_value).__name__ == type(flax_value).__name__
+        else:
+            _same(linen_value, flax_value)

@@ -1167,6 +1167,8 @@ def _collection_prober(nn, transform, filters):
                     count.value += 1
             self.sow('intermediates', 'x', x)
             y = nn.Dense(4)(x) * (1.0 if c is None else c.value)
+            if streams[0]:
+                y = y + jax.random.uniform(self.make_rng('dropout'), y.shape)
             return y, jnp.array(seen + changes + streams)
 
     class Top(nn.Module):
@@ -1175,7 +1177,7 @@ def _collection_prober(nn, transform, filters):
             if transform == 'map_variables':
                 init = self.is_initializing()
                 return nn.map_variables(Body, 'params', init=init, **filters)()(x)
-            return nn.fold_rngs(Body, **filters)()(x)
+            return getattr(nn, transform)(Body, **filters)()(x)
 
     return Top()
 
@@ -1200,16 +1202,31 @@ COLLECTION_FILTERS = {
         'nothing': ({'variables': False, 'rngs': False}, True),
     },
 }
+# nn.jit, nn.remat and nn.checkpoint take the same two filters.
+for _transform in ('jit', 'remat', 'checkpoint'):
+    COLLECTION_FILTERS[_transform] = {
+        'params_only': ({'variables': 'params'}, False),
+        'state_only': ({'variables': 'state'}, True),
+        'params_and_consts': ({'variables': ['params', 'consts']}, False),
+        'params_stream': ({'rngs': 'params'}, False),
+        'dropout_stream': ({'rngs': 'dropout'}, True),
+        'params_state_and_both_streams': (
+            {'variables': ['params', 'state'], 'rngs': ['params', 'dropout']},
+            False,
+        ),
+    }
 
 
 @pytest.mark.parametrize(
     'transform,case', [(t, c) for t, cases in COLLECTION_FILTERS.items() for c in cases]
 )
-def test_map_variables_and_fold_rngs_apply_their_variables_filter_as_flax(transform, case):
-    """``nn.map_variables``' ``variables=`` and ``nn.fold_rngs``' ``variables=`` and
-    ``rngs=``: the body sees (and changes) only the collections admitted (for
-    ``map_variables``, with the mapped ones) and only the streams admitted; linen
-    accepted the filters and showed it everything."""
+def test_lifted_transforms_apply_their_variables_filter_as_flax(transform, case):
+    """``nn.map_variables``' ``variables=`` and the ``variables=`` and ``rngs=`` of
+    ``nn.fold_rngs``, ``nn.jit``, ``nn.remat`` and ``nn.checkpoint``: the body sees (and
+    changes) only the collections admitted (for ``map_variables``, with the mapped
+    ones) and only the streams admitted; linen accepted the filters and showed it
+    everything. Flax's ``nn.jit`` draws other parameters and noise (documented), so
+    there the shapes and what the body sees are compared."""
     filters, refused = COLLECTION_FILTERS[transform][case]
     assert (
         _outcome(lambda: _collection_prober(flax_nn, transform, filters).init(RNGS, X))[0]
@@ -1236,5 +1253,17 @@ def test_map_variables_and_fold_rngs_apply_their_variables_filter_as_flax(transf
                 flax_outcome,
                 linen_outcome,
             )
+        elif transform == 'jit':
+            _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_shapes_and_seen)
         else:
             _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_tree)
+
+
+def _assert_same_shapes_and_seen(expected, got) -> None:
+    """The same tree of the same shapes, and the same report of what the body saw."""
+    shapes = functools.partial(jax.tree_util.tree_map, np.shape)
+    assert shapes(got) == shapes(expected)
+    out, flax_out = got['applied'], expected['applied']
+    if isinstance(out[0], tuple):  # (output, mutated variables)
+        out, flax_out = out[0], flax_out[0]
+    np.testing.assert_array_equal(out[1], flax_out[1])

@@ -199,7 +199,14 @@ def checkpoint(
 
     def make(body):
         return _remat.checkpoint_over_scopes(
-            body, prevent_cse, call_argnums, policy, concrete, flax_static_argnums=flax_argnums
+            body,
+            prevent_cse,
+            call_argnums,
+            policy,
+            concrete,
+            flax_static_argnums=flax_argnums,
+            variables=variables,
+            rngs=rngs,
         )
 
     # a bad target fails here first
@@ -263,6 +270,8 @@ def jit(
         donate_argnums=_jit_module.flax_argnums_to_call(donate_argnums),
         device=device,
         backend=backend,
+        variables=variables,
+        rngs=rngs,
     )
     if is_partial_module_class(target):
         lifted = _jit_module.jit_class(target.func, methods, options)

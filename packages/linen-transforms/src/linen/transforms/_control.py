@@ -23,10 +23,7 @@ def _branches(state: _pack.ScopeTree, fns: Sequence[Callable], variables: Filter
     """Each of ``fns`` as a branch over the inner scopes; as in Flax, a branch sees only
     the collections ``variables`` admits (and changes only those) and only the rng
     streams ``rngs`` admits."""
-    visible = state.variables
-    if variables is not True:
-        visible = [_pack.group_variables(v, (variables,))[0] for v in visible]
-    keys, mutable = state.admitted_keys(rngs), state.mutable_seen(variables)
+    visible, keys, mutable = state.admitted(variables, rngs)
 
     def branch(fn):
         def run(*operands):

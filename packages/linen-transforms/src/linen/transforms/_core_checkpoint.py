@@ -28,7 +28,11 @@ def checkpoint(
     static_argnums: int | Sequence[int] = (),
     policy: Callable | None = None,
 ) -> Callable:
-    """``jax.checkpoint`` of ``fn(scope, *args)``: activations are recomputed on the backward pass."""
+    """``jax.checkpoint`` of ``fn(scope, *args)``: activations are recomputed on the backward pass.
+
+    As in Flax, ``fn`` sees (and changes) only the collections ``variables`` admits and
+    only the rng streams ``rngs`` admits.
+    """
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
     static_argnums = tuple(static_argnums)
@@ -44,14 +48,15 @@ def checkpoint(
                 'is out of range.'
             )
         dynamic, static = split_static(args, static_argnums)
+        visible, keys, mutable = state.admitted(variables, rngs)
 
-        def inner(variables, keys, dynamic):
-            tree, scopes = state.inner(variables, keys)
+        def inner(visible, keys, dynamic):
+            tree, scopes = state.inner(visible, keys, mutable)
             y = fn(tree, *merge_static(dynamic, static), **kwargs)
             return y, _pack.mutated_per_scope(scopes)
 
         y, mutated = jax.checkpoint(inner, prevent_cse=prevent_cse, policy=policy)(
-            state.variables, state.keys, dynamic
+            visible, state.keys if keys is None else keys, dynamic
         )
         state.write_back(mutated)
         return y

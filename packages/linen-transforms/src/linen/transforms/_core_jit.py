@@ -60,7 +60,9 @@ def jit(
     """``jax.jit`` of ``fn(scope, hash_key, *args)``; call as ``jitted(scope, hash_key, *args)``.
 
     ``scope`` may be a pytree of scopes. ``hash_key`` must be hashable; calls with
-    equal keys (and equal static arguments) share one compilation.
+    equal keys (and equal static arguments) share one compilation. As in Flax, ``fn``
+    sees (and changes) only the collections ``variables`` admits and only the rng
+    streams ``rngs`` admits.
     """
     # run(static, variables, keys, *args): argument i of the caller's count (the
     # scope is 0, the hash key is not counted) sits at position i + 2.
@@ -101,12 +103,14 @@ def jit(
     def wrapper(scope_tree, hash_key, *args, **kwargs):
         state = _pack.ScopeTree(scope_tree)
         scopes = state.scopes
+        visible, keys, mutable = state.admitted(variables, rngs)
+        keys = state.keys if keys is None else keys
         payload = {
             'hash_key': hash_key,
             'treedef': state.treedef,
             'names': [s.name for s in scopes],
             'paths': [s.path for s in scopes],
-            'mutable': [s.mutable for s in scopes],
+            'mutable': [s.mutable if mutable is None else mutable for s in scopes],
             'flags': [dict(s.flags) for s in scopes],
             'counters': [s.rng_counters for s in scopes],
         }
@@ -114,13 +118,13 @@ def jit(
             hash_key,
             state.treedef,
             tuple(len(s.path) for s in scopes),
-            tuple(_hashable(s.mutable) for s in scopes),
+            tuple(_hashable(m) for m in payload['mutable']),
             tuple(_hashable(dict(s.flags)) for s in scopes),
-            tuple(tuple(sorted(k)) for k in state.keys),
+            tuple(tuple(sorted(k)) for k in keys),
             tuple(_hashable(s.rng_counters) for s in scopes),
         )
         static = _Key(key, payload)
-        y, mutated = compiled(static, state.variables, state.keys, *args, **kwargs)
+        y, mutated = compiled(static, visible, keys, *args, **kwargs)
         after = counters_after.get(static)
         if after is not None:
             for scope, counts in zip(scopes, after):

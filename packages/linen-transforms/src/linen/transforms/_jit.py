@@ -29,7 +29,7 @@ import jax.interpreters.partial_eval as pe
 import jax.numpy as jnp
 import numpy as np
 
-from linen.core import DenyList
+from linen.core import DenyList, in_filter, intersect_filters
 from linen.core.lifting import detached_scope, path_hash
 from linen.module.dispatch import active_wrappers
 from linen.transforms import _pack
@@ -168,12 +168,16 @@ def jit_over_scopes(
     backend: str | None = None,
     module_key: Callable[[Any], tuple[Any, Any]] | None = None,
     name: str | None = None,
+    variables: Any = True,
+    rngs: Any = True,
 ) -> Callable:
     """``jax.jit`` of ``fn(scope, *args)`` (or of a module method via ``module_key``).
 
     ``module_key(extra)`` (internal) maps the caller's extra object to
     ``(hashable key, object handed to fn)``. ``name`` names the compiled function
-    (``jit(name)`` in the program and its op names; default ``run``).
+    (``jit(name)`` in the program and its op names; default ``run``). As in Flax,
+    ``fn`` sees (and changes) only the collections ``variables`` admits and only the
+    rng streams ``rngs`` admits.
     """
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
@@ -182,7 +186,16 @@ def jit_over_scopes(
     if isinstance(donate_argnums, int):
         donate_argnums = (donate_argnums,)
     return _ScopeJit(
-        fn, static_argnums, static_argnames, donate_argnums, device, backend, module_key, name
+        fn,
+        static_argnums,
+        static_argnames,
+        donate_argnums,
+        device,
+        backend,
+        module_key,
+        name,
+        variables,
+        rngs,
     ).call
 
 
@@ -203,6 +216,8 @@ class _ScopeJit:
         'static_argnames',
         'donate_argnums',
         'module_key',
+        'variables',
+        'rngs',
         'compiled',
         'counters_after',
         'needed',
@@ -219,8 +234,11 @@ class _ScopeJit:
         backend: str | None,
         module_key: Callable | None,
         name: str | None = None,
+        variables: Any = True,
+        rngs: Any = True,
     ):
         self.fn = fn
+        self.variables, self.rngs = variables, rngs
         self.static_argnums = static_argnums
         self.static_argnames = static_argnames
         self.donate_argnums = frozenset(donate_argnums)
@@ -284,6 +302,9 @@ class _ScopeJit:
             key_dict, template = _pack.rng_keys(scope_or_scopes)
             keys = (key_dict,)
             templates = [template]
+        if self.variables is not True or self.rngs is not True:
+            # As in Flax, the function sees only the collections and streams admitted.
+            variables, keys = self._admitted(variables, keys)
         if self.static_argnums:
             dynamic, static_args = split_static(args, self.static_argnums)
         else:
@@ -303,6 +324,10 @@ class _ScopeJit:
         )
         payload = _payload(extra_obj, multi, scopes, static_args, static_kwargs)
         payload['donated'] = donated_at
+        if self.variables is not True:
+            payload['mutable'] = tuple(
+                intersect_filters(m, self.variables) for m in payload['mutable']
+            )
         static = _cache_key(extra_key, payload, scopes, keys, wrappers)
         if self.varying and static in self.varying:
             payload['signature'] = _signature(variables, dynamic, donated, kwargs)
@@ -322,6 +347,15 @@ class _ScopeJit:
             if m:
                 _pack.write_back(s, (m,))
         return y
+
+    def _admitted(self, variables: tuple, keys: tuple) -> tuple[tuple, tuple]:
+        """The collections ``self.variables`` admits and the keys of the streams
+        ``self.rngs`` admits, per scope."""
+        if self.variables is not True:
+            variables = tuple(_pack.group_variables(v, (self.variables,))[0] for v in variables)
+        if self.rngs is not True:
+            keys = tuple({n: k for n, k in d.items() if in_filter(self.rngs, n)} for d in keys)
+        return variables, keys
 
     def _call_learning_hashes(
         self, static, payload, scopes, templates, variables, keys, dynamic, kwargs

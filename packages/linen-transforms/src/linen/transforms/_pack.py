@@ -303,6 +303,18 @@ class ScopeTree:
             return None
         return [{n: k for n, k in keys.items() if in_filter(rngs, n)} for keys in self.keys]
 
+    def admitted(
+        self, variables: Filter, rngs: Filter
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None, Filter | None]:
+        """What a body under the filters ``variables`` and ``rngs`` gets, as Flax's lifts
+        give it: per scope, the collections ``variables`` admits; per scope, the keys of
+        the streams ``rngs`` admits (None: all of them); what may change inside (None:
+        the outer scope's mutable collections)."""
+        visible = self.variables
+        if variables is not True:
+            visible = [group_variables(v, (variables,))[0] for v in visible]
+        return visible, self.admitted_keys(rngs), self.mutable_seen(variables)
+
     def mutable_seen(self, *seen: Filter) -> Filter | None:
         """What a body seeing the collections ``seen`` admits may change: the outer
         mutable collections among them (None: the outer scope's, when one filter

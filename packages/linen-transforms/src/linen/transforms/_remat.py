@@ -121,13 +121,16 @@ def checkpoint_over_scopes(
     concrete: bool = False,
     *,
     flax_static_argnums: tuple[int, ...] = (),
+    variables: Any = True,
+    rngs: Any = True,
 ) -> Callable:
     """``jax.checkpoint`` of ``fn(scope, *args)``: activations are recomputed on the backward pass.
 
     ``static_argnums`` index the arguments after the scope (as a module's caller
     sees them: ``module(x, train)`` -> ``train`` is 1). ``flax_static_argnums``
     count as ``nn.remat``'s (``self`` is 0) and are placed on each call
-    (:func:`resolve_flax_argnums`).
+    (:func:`resolve_flax_argnums`). As in Flax, ``fn`` sees (and changes) only the
+    collections ``variables`` admits and only the rng streams ``rngs`` admits.
     """
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
@@ -135,30 +138,22 @@ def checkpoint_over_scopes(
 
     def wrapper(scope_or_scopes, *args, **kwargs):
         # A tuple (or list) of scopes is lifted together (Module arguments, as in Flax).
-        multi = isinstance(scope_or_scopes, (tuple, list))
-        scopes = tuple(scope_or_scopes) if multi else (scope_or_scopes,)
-        variables = tuple(_pack.gather_variables(s) for s in scopes)
-        keys_paths = [_pack.rng_keys(s) for s in scopes]
-        keys = tuple(k for k, _ in keys_paths)
+        state = _pack.ScopeTree(scope_or_scopes)
+        visible, keys, mutable = state.admitted(variables, rngs)
         argnums = static_argnums
         if flax_static_argnums:
             argnums = (*argnums, *resolve_flax_argnums(flax_static_argnums, len(args)))
         dynamic, static = split_static(args, argnums)
 
-        def inner(variables, keys, dynamic):
-            inner_scopes = tuple(
-                _pack.make_inner_scope(s, v, _pack.streams(k, p))
-                for s, v, k, (_, p) in zip(scopes, variables, keys, keys_paths)
-            )
-            arg = type(scope_or_scopes)(inner_scopes) if multi else inner_scopes[0]
-            y = fn(arg, *merge_static(dynamic, static), **kwargs)
-            return y, tuple(_pack.inner_mutated(s, ()) for s in inner_scopes)
+        def inner(visible, keys, dynamic):
+            tree, scopes = state.inner(visible, keys, mutable)
+            y = fn(tree, *merge_static(dynamic, static), **kwargs)
+            return y, _pack.mutated_per_scope(scopes)
 
         y, mutated = jax.checkpoint(inner, prevent_cse=prevent_cse, policy=policy)(
-            variables, keys, dynamic
+            visible, state.keys if keys is None else keys, dynamic
         )
-        for s, groups in zip(scopes, mutated):
-            _pack.write_back(s, groups)
+        state.write_back(mutated)
         return y
 
     return wrapper

@@ -106,23 +106,13 @@ def fold_rngs(fn: Callable, variables: Filter = True, rngs: Filter = True) -> Ca
 
     def wrapper(scope_tree, hash_key, *args, **kwargs):
         state = _pack.ScopeTree(scope_tree)
-        visible, keys, mutable = _admitted(state, variables, rngs)
+        visible, keys, mutable = state.admitted(variables, rngs)
         tree, inner = state.inner(visible, keys, mutable, clear_paths=True)
         y = fn(tree, hash_key, *args, **kwargs)
         state.write_back(_pack.mutated_per_scope(inner))
         return y
 
     return wrapper
-
-
-def _admitted(state: _pack.ScopeTree, variables: Filter, rngs: Filter):
-    """Per scope, the collections ``variables`` admits; per scope, the keys of the
-    streams ``rngs`` admits (None: all); what may change inside (None: the outer
-    scope's mutable collections)."""
-    visible = state.variables
-    if variables is not True:
-        visible = [_pack.group_variables(v, (variables,))[0] for v in visible]
-    return visible, state.admitted_keys(rngs), state.mutable_seen(variables)
 
 
 def fold_rngs_module(fn: Callable, variables: Filter = True, rngs: Filter = True) -> Callable:
@@ -133,7 +123,7 @@ def fold_rngs_module(fn: Callable, variables: Filter = True, rngs: Filter = True
 
     def wrapper(scope, *args, **kwargs):
         state = _pack.ScopeTree(scope)
-        visible, _, mutable = _admitted(state, variables, rngs)
+        visible, _, mutable = state.admitted(variables, rngs)
         streams = {
             name: RngStream(scope.make_rng(name)) for name in scope.rngs if in_filter(rngs, name)
         }
