@@ -429,10 +429,14 @@ def test_jit_takes_flax_positional_arguments():
     _same(outs[1], outs[0])
 
 
-@pytest.mark.parametrize('transform', ['vmap', 'cond'])
+@pytest.mark.parametrize('transform', ['vmap', 'cond', 'scan'])
 def test_a_dict_of_scopes_is_lifted_as_in_flax(transform):
     def both(scopes, x):
         return dense(scopes['a'], x) - dense(scopes['b'], x)
+
+    def step(scopes, c, x):
+        y = both(scopes, c + x)
+        return y, 2.0 * y
 
     outs = []
     for core, lift in (FLAX, LINEN):
@@ -441,6 +445,9 @@ def test_a_dict_of_scopes_is_lifted_as_in_flax(transform):
             scopes = {'a': scope.push('a'), 'b': scope.push('b')}
             if transform == 'cond':
                 return lift.cond(True, both, both, scopes, xs)
+            if transform == 'scan':  # a tuple or list of scopes was the only pytree taken
+                lifted = lift.scan(step, variable_broadcast='params', split_rngs={'params': False})
+                return lifted(scopes, jnp.zeros((3,)), xs)
             lifted = lift.vmap(both, variable_axes={'params': 0}, split_rngs={'params': True})
             return lifted(scopes, xs)
 

@@ -245,10 +245,10 @@ class _Scan:
         if self.broadcast_axes:  # at the call, as Flax's assertion
             raise ScanBroadcastAxisError(self.broadcast_axes)
         kwargs = _pack.drop_kwargs('scan', kwargs)
-        # A tuple (or list) of scopes is lifted together (Module arguments and fields,
-        # as in Flax); each follows the same collection rules.
-        multi = isinstance(scope_or_scopes, (tuple, list))
-        scopes = tuple(scope_or_scopes) if multi else (scope_or_scopes,)
+        # A pytree of scopes (tuple, list, dict) is lifted together (Module arguments and
+        # fields, as in Flax); each follows the same collection rules.
+        tree = _pack.ScopeTree(scope_or_scopes)
+        scopes = tuple(tree.scopes)
         in_spec = _per_arg(self.in_axes, len(xs))
         xs, in_spec, xs_tree = _flatten_nested(xs, in_spec)
         sizes = _scanned_sizes(xs, in_spec)
@@ -257,9 +257,7 @@ class _Scan:
         if any(s != n for s in sizes):
             raise _length_error(self.length, ins, n, sizes)
         mutable = [self._inner_mutable(s.mutable) for s in scopes]
-        run_step = _step_runner(
-            self.fn, scope_or_scopes, multi, scopes, ins, mutable, kwargs, xs_tree
-        )
+        run_step = _step_runner(self.fn, tree, scopes, ins, mutable, kwargs, xs_tree)
         invariant = self.invariant_out
         ys_first = self._run_first_step(run_step, scopes, ins, carry, xs, in_spec, invariant)
         carry_vars, carry, axis_out, ys = self._loop(
@@ -436,8 +434,7 @@ class _Scan:
 
 def _step_runner(
     fn: Callable,
-    scope_or_scopes,
-    multi: bool,
+    tree: _pack.ScopeTree,
     scopes: tuple,
     ins: _Inputs,
     mutable: list,
@@ -453,7 +450,7 @@ def _step_runner(
             _pack.make_inner_scope(s, v, _pack.streams({**fk, **sk}, p), mutable=m)
             for s, v, fk, sk, p, m in zip(scopes, variables, fixed_keys, step_keys, paths, mutable)
         ]
-        arg = type(scope_or_scopes)(inner) if multi else inner[0]
+        arg = tree.unflatten(inner)
         if xs_tree is not None:  # nested in_axes: the arguments were passed as leaves
             x_args = jax.tree_util.tree_unflatten(xs_tree, x_args)
         c, ys = fn(arg, c, *x_args, **kwargs)
