@@ -1267,3 +1267,64 @@ def _assert_same_shapes_and_seen(expected, got) -> None:
     if isinstance(out[0], tuple):  # (output, mutated variables)
         out, flax_out = out[0], flax_out[0]
     np.testing.assert_array_equal(out[1], flax_out[1])
+
+
+def _multi_scope_vjp(nn, holder: str, has_aux: bool):
+    """``nn.vjp(..., multi_scope=True)`` of a module holding Modules in its fields."""
+
+    class One(nn.Module):
+        inner: nn.Module
+
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(4)(self.inner(x))
+
+    class Two(nn.Module):
+        a: nn.Module
+        b: nn.Module
+
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(4)(self.b(nn.relu(self.a(x))))
+
+    class Plain(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(4)(x)
+
+    class Top(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            mdl = {
+                'plain': lambda: Plain(),
+                'one_field': lambda: One(nn.Dense(4)),
+                'two_fields': lambda: Two(nn.Dense(4, name='first'), nn.Dense(4, name='second')),
+                'nested': lambda: One(One(nn.Dense(4))),
+            }[holder]()
+
+            def fn(m, x):
+                y = m(x)
+                return (y, jnp.sum(y)) if has_aux else y
+
+            out = nn.vjp(fn, mdl, x, has_aux=has_aux, multi_scope=True)
+            grads = out[1](jnp.ones((3, 4)))
+            return out[0], grads, out[2:]
+
+    return Top()
+
+
+@pytest.mark.parametrize('has_aux', [False, True], ids=['plain', 'aux'])
+@pytest.mark.parametrize('holder', ['plain', 'one_field', 'two_fields', 'nested'])
+def test_vjp_multi_scope_lifts_field_modules_as_flax(holder, has_aux):
+    """``multi_scope=True``: the field modules' scopes are lifted too and the variable
+    cotangents come as a list, one dict per scope, the module's own last (linen
+    ignored the flag: the module's fields were refused)."""
+
+    def run(nn):
+        model = _multi_scope_vjp(nn, holder, has_aux)
+        variables = model.init(RNGS, X)
+        return {'variables': variables, 'out': model.apply(variables, X)}
+
+    flax_outcome, linen_outcome = _outcome(lambda: run(flax_nn)), _outcome(lambda: run(linen_nn))
+    assert flax_outcome[0] == 'ok', flax_outcome
+    _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_tree)

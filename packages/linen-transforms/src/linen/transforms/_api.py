@@ -343,20 +343,53 @@ def vjp(
     rngs: Any = True,
     multi_scope: bool = False,
 ):
-    """Lifted ``jax.vjp``: ``(y, vjp_fn)``; ``vjp_fn(ct)`` -> ``(variable_grads, *input_grads)``."""
+    """Lifted ``jax.vjp``: ``(y, vjp_fn)``; ``vjp_fn(ct)`` -> ``(variable_grads, *input_grads)``.
+
+    With ``multi_scope``, as in Flax, the Modules ``mdl`` holds in its fields are lifted
+    with it and ``variable_grads`` is a list of one ``{collection: grads}`` per scope:
+    the field modules' in the order they are found, ``mdl``'s own last.
+    """
     if reduce_axes:
         raise ReduceAxesArgumentError('vjp')
     _refuse_module_primals('vjp', primals)
-    _refuse_module_fields('vjp', mdl)
-    return _autodiff.vjp(
-        _on_module(fn, mdl),
-        _module_scope(mdl),
+    if not multi_scope:
+        _refuse_module_fields('vjp', mdl)
+        return _autodiff.vjp(
+            _on_module(fn, mdl),
+            _module_scope(mdl),
+            *primals,
+            has_aux=has_aux,
+            vjp_variables=vjp_variables,
+            variables=variables,
+            rngs=rngs,
+        )
+    scope = _module_scope(mdl)
+    objects: list = []
+    fields = _args.extract_fields(mdl, objects)
+    if objects:
+        body = _direct.module_body(fn, mdl, objects, fields)
+    else:  # a list of one scope's gradients, as Flax
+        on_module = _on_module(fn, mdl)
+
+        def body(scopes, *args, **kwargs):
+            return on_module(scopes[0], *args, **kwargs)
+
+    out = _autodiff.vjp(
+        body,
+        (scope, *_args.scopes_of(objects)),
         *primals,
         has_aux=has_aux,
         vjp_variables=vjp_variables,
         variables=variables,
         rngs=rngs,
     )
+    vjp_fn = out[1]
+
+    def per_scope_vjp(cotangent):
+        (own, *lifted), *input_grads = vjp_fn(cotangent)
+        return ([*lifted, own], *input_grads)
+
+    return (out[0], per_scope_vjp, *out[2:])
 
 
 def value_and_grad(
