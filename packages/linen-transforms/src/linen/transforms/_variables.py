@@ -63,10 +63,13 @@ def map_variables(
                 for s, v, k, t in zip(state.scopes, variables, keys, state.templates)
             ]
 
-        if init and any(not is_filter_empty(s.mutable) for s in state.scopes):
+        if init and any(
+            not is_filter_empty(intersect_filters(s.mutable, seen)) for s in state.scopes
+        ):
             # Create the variables with a first run, so that map_in_fn (which may
             # create variables of its own, e.g. SpectralNorm's statistics) sees real
-            # values; the second run below uses the mapped ones.
+            # values; the second run below uses the mapped ones. As in Flax, only
+            # where the function may change something it sees.
             first = scopes([{**m, **o} for m, o in zip(mapped, other)], seen)
             fn(state.unflatten(first), *args, **kwargs)
             created = [_pack.inner_mutated(s, (mapped_collections,))[0] for s in first]
