@@ -279,8 +279,16 @@ KNOWN: tuple[KnownFinding, ...] = (
         ('error-message',),
         frozenset(),
         ('apply_error_message_1', 'init_error_message_1'),
-        # SpectralNorm and WeightNorm wrap their layer in nn.map_variables
-        any_of=frozenset({'lift.map_variables', 'layer.SpectralNorm', 'layer.WeightNorm'}),
+        # SpectralNorm and WeightNorm wrap their layer in nn.map_variables; a lifted
+        # transform's variables= filter hides a collection from its body
+        any_of=frozenset(
+            {'lift.map_variables', 'layer.SpectralNorm', 'layer.WeightNorm'}
+            | {
+                f'lift.{kind}.filters={value}'
+                for kind in ('jit', 'remat', 'cond', 'switch', 'jvp', 'vjp', 'grad')
+                for value in (True, 'narrow')
+            }
+        ),
     ),
     KnownFinding(
         'F19',

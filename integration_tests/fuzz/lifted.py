@@ -67,11 +67,13 @@ DEFAULTS: dict[str, dict[str, object]] = {
     },  # fmt: skip
     # static_flag: the node inside a cell taking a Python bool, given as
     # static_argnums=(2,) (self, x, flag); policy: a jax.checkpoint_policies name
-    'remat': {'prevent_cse': True, 'policy': None, 'static_flag': None},
-    'jit': {'static_flag': None},
-    'map_variables': {'scale_in': False, 'mutable': False, 'init_always': False},
-    # filters: variables= and rngs= naming what the branches use (Flax hides the
-    # rest from them)
+    # filters (here and below): variables= and rngs= naming what the wrapped nodes
+    # use (True), or all of it but one stream or collection ('narrow': the first
+    # non-params stream, else the first non-params collection); Flax hides the rest
+    # from the body, so a narrow filter changes what it sees (has_rng, sows) or fails
+    'remat': {'prevent_cse': True, 'policy': None, 'static_flag': None, 'filters': False},
+    'jit': {'static_flag': None, 'filters': False},
+    'map_variables': {'scale_in': False, 'mutable': False, 'init_always': False, 'filters': False},
     'cond': {'filters': False},
     # how the branch index derives from the input: clipped to the three branches, an
     # argmax of the first features, or rounded and out of range (lax.switch clamps)
@@ -302,6 +304,7 @@ class Lifted(Node):
         opts = '' if o['prevent_cse'] else ', prevent_cse=False'
         if o['policy'] is not None:
             opts += f', policy=jax.checkpoint_policies.{o["policy"]}'
+        opts += self._filters(o)
         name = src.fresh('Remat')
         if o['static_flag'] is None:
             inner = self.inner.render(src)
@@ -312,11 +315,12 @@ class Lifted(Node):
 
     def _render_jit(self, src: Source, o: dict) -> Ctor:
         name = src.fresh('Jitted')
+        opts = self._filters(o)
         if o['static_flag'] is None:
             inner = self.inner.render(src)
-            src.add(f'{name} = nn.jit({inner.callee})')
+            src.add(f'{name} = nn.jit({inner.callee}{opts})')
             return Ctor(name, inner.args)
-        src.add(f'{name} = nn.jit({self._flag_cell(src)}, static_argnums=(2,))')
+        src.add(f'{name} = nn.jit({self._flag_cell(src)}, static_argnums=(2,){opts})')
         return self._call_with(src, 'Flagged', name, repr(o['static_flag']))
 
     def _render_map_variables(self, src: Source, o: dict) -> Ctor:
@@ -336,7 +340,8 @@ class Lifted(Node):
             f'    def __call__(self, x):\n'
             f'        mapped = nn.map_variables(\n'
             f"            {inner.callee}, 'params', trans_in_fn={trans_in},\n"
-            f'            trans_out_fn=lambda vs: vs, init={init}, mutable={o["mutable"]},\n'
+            f'            trans_out_fn=lambda vs: vs, init={init}, mutable={o["mutable"]}'
+            f'{self._filters(o)},\n'
             f'        )\n'
             f'        return {inner.call().replace(inner.callee, "mapped", 1)}(x)'
         )
@@ -419,11 +424,17 @@ class Lifted(Node):
         return Ctor(name)
 
     def _filters(self, o: dict) -> str:
-        """``variables=``/``rngs=`` keywords naming what the wrapped nodes use."""
+        """``variables=``/``rngs=`` keywords naming what the wrapped nodes use (with
+        ``'narrow'``, all of it but one stream or collection)."""
         if not o['filters']:
             return ''
         collections = sorted({'params'}.union(*(k.collections() for k in self.kids())))
         rngs = sorted({'params'}.union(*(k.rngs() for k in self.kids())))
+        if o['filters'] == 'narrow':
+            if len(rngs) > 1:
+                rngs.remove(next(r for r in rngs if r != 'params'))
+            elif len(collections) > 1:
+                collections.remove(next(c for c in collections if c != 'params'))
         return f', variables={collections!r}, rngs={rngs!r}'
 
     def _render_jvp(self, src: Source, o: dict) -> Ctor:
@@ -547,7 +558,9 @@ class Lifted(Node):
         if kind == 'grad' and rng.random() < 0.5:
             opts['value'] = True
         if kind in ('jvp', 'vjp', 'grad', *BRANCHING) and rng.random() < 0.3:
-            opts['filters'] = True
+            opts['filters'] = True if rng.random() < 0.7 else 'narrow'
+        if kind in ('remat', 'jit', 'map_variables') and rng.random() < 0.25:
+            opts['filters'] = True if rng.random() < 0.6 else 'narrow'
         if kind == 'custom_vjp' and rng.random() < 0.5:
             opts['scale'] = True
         if kind == 'map_variables':
