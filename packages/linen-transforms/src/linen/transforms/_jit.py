@@ -29,7 +29,7 @@ import jax.interpreters.partial_eval as pe
 import jax.numpy as jnp
 import numpy as np
 
-from linen.core import DenyList, in_filter, intersect_filters
+from linen.core import DenyList, intersect_filters
 from linen.core.lifting import detached_scope, path_hash
 from linen.module.dispatch import active_wrappers
 from linen.transforms import _pack
@@ -352,9 +352,9 @@ class _ScopeJit:
         """The collections ``self.variables`` admits and the keys of the streams
         ``self.rngs`` admits, per scope."""
         if self.variables is not True:
-            variables = tuple(_pack.group_variables(v, (self.variables,))[0] for v in variables)
+            variables = tuple(_pack.admitted_collections(variables, self.variables))
         if self.rngs is not True:
-            keys = tuple({n: k for n, k in d.items() if in_filter(self.rngs, n)} for d in keys)
+            keys = tuple(_pack.admitted_streams(keys, self.rngs))
         return variables, keys
 
     def _call_learning_hashes(

@@ -262,6 +262,17 @@ def add_axis(tree: Any, axis: int, params: dict) -> Any:
 # ------------------------------------------------------------ trees of scopes
 
 
+def admitted_collections(per_scope: Sequence[dict[str, Any]], variables: Filter) -> list:
+    """Per scope, the collections the filter ``variables`` admits (what a lifted body
+    with that filter sees, as in Flax)."""
+    return [{c: v for c, v in cols.items() if in_filter(variables, c)} for cols in per_scope]
+
+
+def admitted_streams(per_scope: Sequence[dict[str, Any]], rngs: Filter) -> list:
+    """Per scope, the rng keys of the streams the filter ``rngs`` admits."""
+    return [{n: k for n, k in keys.items() if in_filter(rngs, n)} for keys in per_scope]
+
+
 def _is_scope(x: Any) -> bool:
     return isinstance(x, Scope)
 
@@ -301,7 +312,7 @@ class ScopeTree:
         """Per scope: the rng keys of the streams ``rngs`` admits (None: all of them)."""
         if rngs is True:
             return None
-        return [{n: k for n, k in keys.items() if in_filter(rngs, n)} for keys in self.keys]
+        return admitted_streams(self.keys, rngs)
 
     def admitted(
         self, variables: Filter, rngs: Filter
@@ -310,9 +321,9 @@ class ScopeTree:
         give it: per scope, the collections ``variables`` admits; per scope, the keys of
         the streams ``rngs`` admits (None: all of them); what may change inside (None:
         the outer scope's mutable collections)."""
-        visible = self.variables
-        if variables is not True:
-            visible = [group_variables(v, (variables,))[0] for v in visible]
+        visible = (
+            self.variables if variables is True else admitted_collections(self.variables, variables)
+        )
         return visible, self.admitted_keys(rngs), self.mutable_seen(variables)
 
     def mutable_seen(self, *seen: Filter) -> Filter | None:
