@@ -352,41 +352,32 @@ def vjp(
     if reduce_axes:
         raise ReduceAxesArgumentError('vjp')
     _refuse_module_primals('vjp', primals)
-    if not multi_scope:
+    scope, objects = _module_scope(mdl), []
+    if multi_scope:
+        fields = _args.extract_fields(mdl, objects)
+    else:
         _refuse_module_fields('vjp', mdl)
-        return _autodiff.vjp(
-            _on_module(fn, mdl),
-            _module_scope(mdl),
-            *primals,
-            has_aux=has_aux,
-            vjp_variables=vjp_variables,
-            variables=variables,
-            rngs=rngs,
-        )
-    scope = _module_scope(mdl)
-    objects: list = []
-    fields = _args.extract_fields(mdl, objects)
     if objects:
         body = _direct.module_body(fn, mdl, objects, fields)
-    else:  # a list of one scope's gradients, as Flax
-        on_module = _on_module(fn, mdl)
-
-        def body(scopes, *args, **kwargs):
-            return on_module(scopes[0], *args, **kwargs)
-
+        scope = (scope, *_args.scopes_of(objects))
+    else:
+        body = _on_module(fn, mdl)
     out = _autodiff.vjp(
         body,
-        (scope, *_args.scopes_of(objects)),
+        scope,
         *primals,
         has_aux=has_aux,
         vjp_variables=vjp_variables,
         variables=variables,
         rngs=rngs,
     )
+    if not multi_scope:
+        return out
     vjp_fn = out[1]
 
     def per_scope_vjp(cotangent):
-        (own, *lifted), *input_grads = vjp_fn(cotangent)
+        grads, *input_grads = vjp_fn(cotangent)
+        own, *lifted = grads if objects else (grads,)
         return ([*lifted, own], *input_grads)
 
     return (out[0], per_scope_vjp, *out[2:])
