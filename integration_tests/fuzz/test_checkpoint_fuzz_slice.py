@@ -37,3 +37,30 @@ def test_the_checker_reports_a_reader_that_raises_the_wrong_error(monkeypatch):
     monkeypatch.setattr(serialization, 'msgpack_restore', leaky)
     report = checkpoints.run('ci', 300)
     assert any(f.kind == 'exception' and 'bare ValueError' in f.detail for f in report.failures)
+
+
+def test_the_checker_reports_a_reader_that_spends_cpu_and_leaves_the_heap_unfrozen(monkeypatch):
+    import gc
+    import time
+
+    from linen.core import serialization
+
+    real = serialization.msgpack_restore
+    spun = []
+
+    def slow(data):
+        if len(data) % 5 == 0:
+            start = time.thread_time()
+            while time.thread_time() - start < 0.05:  # CPU, not sleep: the check counts CPU
+                pass
+            spun.append(data)
+        return real(data)
+
+    monkeypatch.setattr(serialization, 'msgpack_restore', slow)
+    monkeypatch.setattr(checkpoints, 'SLOW_S', 0.03)
+    report = checkpoints.run('ci', 60)
+    slow_inputs = [f.data for f in report.failures if f.kind == 'slow']
+    assert spun and set(slow_inputs) <= set(spun)
+    # Inputs traced for memory are not timed (tracemalloc slows every allocation).
+    assert len(slow_inputs) >= len(spun) - 60 // checkpoints.TRACE_EVERY - 1
+    assert gc.get_freeze_count() == 0
