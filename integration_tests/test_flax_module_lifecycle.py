@@ -1299,3 +1299,124 @@ def del_field_under_lifted_transforms(nn, core):
 )
 def test_del_like_flax(scenario):
     assert_same_outcome(scenario)
+
+
+# ------------------------------------------------------------------ deep clones and copies
+
+
+def _held_models(nn):
+    class Inner(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(3)(x)
+
+    class Outer(nn.Module):
+        inner: nn.Module
+
+        @nn.compact
+        def __call__(self, x):
+            return self.inner(x)
+
+    return Inner, Outer
+
+
+def _values(tree):
+    return jax.tree_util.tree_map(lambda a: np.asarray(a).tolist(), dict(tree))
+
+
+def copy_in_setup_copies_the_held_module(nn, core):
+    Inner, Outer = _held_models(nn)
+
+    class Top(nn.Module):
+        def setup(self):
+            self.shared = Inner()
+            self.a = Outer(Inner())
+            self.b = self.a.copy()  # a copy of what a holds, not a second holder of it
+            self.c = Outer(self.shared).clone(_deep_clone=True)
+
+        def __call__(self, x):
+            return self.a(x) + self.b(x) + self.c(x) + self.shared(x)
+
+    out, variables = Top().init_with_output(jax.random.key(0), jnp.ones((1, 2)))
+    return np.asarray(out).tolist(), _values(variables)
+
+
+def copy_in_compact_copies_a_module_bound_to_the_parent(nn, core):
+    Inner, Outer = _held_models(nn)
+    results = []
+    for when in ('before', 'after'):
+
+        class Top(nn.Module):
+            order: str
+
+            @nn.compact
+            def __call__(self, x):
+                a = Outer(Inner(), name='a')  # Inner() belongs to Top (Inner_0)
+                if self.order == 'before':
+                    c = a.copy(name='c')
+                    y = a(x)
+                else:
+                    y = a(x)
+                    c = a.clone(parent=self, name='c', _deep_clone=True)
+                return y + c(x)
+
+        out, variables = Top(when).init_with_output(jax.random.key(0), jnp.ones((1, 2)))
+        results.append((np.asarray(out).tolist(), _values(variables)))
+    return results
+
+
+def init_of_a_module_holding_one_bound_elsewhere(nn, core):
+    Inner, Outer = _held_models(nn)
+    x = jnp.ones((1, 2))
+    holder = Outer(Inner())
+    bound = holder.bind(holder.init(jax.random.key(0), x))
+    # The held module is bound to `bound`; the new root gets its own copy of it.
+    variables = Outer(bound.inner).init(jax.random.key(2), x)
+    applied = Outer(bound.inner).apply(
+        {'params': {'inner': {'Dense_0': {'kernel': jnp.ones((2, 3)), 'bias': jnp.ones(3)}}}}, x
+    )
+
+    class Top(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            inner = Inner()
+            y = inner(x)
+            out, nested = Outer(inner).init_with_output(jax.random.key(1), x)
+            return y, _values(nested), np.asarray(out).tolist()
+
+    (y, nested, out), top = Top().init_with_output(jax.random.key(0), x)
+    return _values(variables), np.asarray(applied).tolist(), nested, out, _values(top)
+
+
+def names_after_deep_clone_reset_names_and_unbind(nn, core):
+    Inner, Outer = _held_models(nn)
+    x = jnp.ones((1, 2))
+    holder = Outer(Inner(name='given'))
+    bound = holder.bind(holder.init(jax.random.key(0), x))
+
+    def names(m):
+        return [m.name, m.inner.name, m.inner.scope is None, m.inner.parent is None]
+
+    return (
+        names(bound.clone(_deep_clone=True)),
+        names(bound.clone(_deep_clone=True, _reset_names=True)),
+        bound.inner.clone(_reset_names=True).name,  # its own name stays
+        bound.inner.clone(_deep_clone=True, _reset_names=True).name,
+        names(bound.copy()),
+        bound.inner.unbind()[0].name,
+        names(bound.unbind()[0]),
+        _values(bound.clone(_deep_clone=True).init(jax.random.key(1), x)),
+    )
+
+
+@pytest.mark.parametrize(
+    'scenario',
+    [
+        copy_in_setup_copies_the_held_module,
+        copy_in_compact_copies_a_module_bound_to_the_parent,
+        init_of_a_module_holding_one_bound_elsewhere,
+        names_after_deep_clone_reset_names_and_unbind,
+    ],
+)
+def test_deep_clones_copy_every_held_module_like_flax(scenario):
+    assert_same_outcome(scenario)

@@ -551,30 +551,28 @@ class Module(_DataclassLike):
         """A new unbound (or re-parented) instance with the same fields, updated by ``updates``.
 
         Fields whose Modules this module adopted hold what was given (the new
-        instance adopts them itself). ``_deep_clone`` clones those Modules too
-        (once each: a module held in two places stays shared); ``_reset_names``
-        also forgets the names of the clones.
+        instance adopts them itself). ``_deep_clone`` clones every Module its
+        fields hold instead, whoever it is bound to (once each: a module held in two
+        places stays one module), with its name; ``_reset_names`` forgets the names
+        of those clones (not this module's own), as Flax does.
         """
         d = self.__dict__
         attrs = {f: d[f] for f in type(self)._field_names}
-        origins = self._state.field_origins
-        if origins is not None:
-            attrs.update(origins)
-        attrs['name'] = None if _reset_names else d['name']
-        if _deep_clone is not False and not NON_HOLDERS.issuperset(map(type, attrs.values())):
+        attrs['name'] = d['name']
+        if _deep_clone is False:
+            origins = self._state.field_origins
+            if origins is not None:
+                attrs.update(origins)
+        elif not NON_HOLDERS.issuperset(map(type, attrs.values())):
             cache: dict = _deep_clone if isinstance(_deep_clone, dict) else {}
+            renamed = {'name': None} if _reset_names else {}
 
             def clone_once(_: str, m: Module) -> Module:
-                parent = m.parent
-                if not (
-                    parent is None or parent is self or isinstance(parent, Scope) or m.scope is None
-                ):
-                    # A submodule bound to another module (shared into this one) stays
-                    # what it is; one this module owns is part of the copy.
-                    return m
                 entry = cache.get(id(m))
                 if entry is None:
-                    clone = m.clone(parent=None, _deep_clone=cache, _reset_names=_reset_names)
+                    clone = m.clone(
+                        parent=None, _deep_clone=cache, _reset_names=_reset_names, **renamed
+                    )
                     entry = cache[id(m)] = (m, clone)
                 return entry[1]
 
@@ -588,8 +586,12 @@ class Module(_DataclassLike):
         return type(self)(parent=parent, **attrs)
 
     def copy(self, *, parent: Any = _UNSPECIFIED, name: str | None = None, **updates: Any):
-        """A copy with ``updates`` (parent unspecified: the current module, as at construction)."""
-        return self.clone(parent=parent, name=name, **updates)
+        """A deep copy with ``updates``: the Modules in its fields are copied too.
+
+        With ``parent`` unspecified the copy belongs to the current module, as at
+        construction.
+        """
+        return self.clone(parent=parent, name=name, _deep_clone=True, **updates)
 
     def bind(self, variables: Mapping, *args, rngs: Any = None, mutable: Filter = False) -> Module:
         """A copy bound to ``variables`` for interactive use."""
@@ -603,7 +605,8 @@ class Module(_DataclassLike):
         if self.scope is None:
             raise errors.CallUnbindOnUnboundModuleError()
         self._try_setup()
-        return self.clone(parent=None, _deep_clone=True, _reset_names=True), thaw(self.variables)
+        unbound = self.clone(parent=None, _deep_clone=True, _reset_names=True, name=None)
+        return unbound, thaw(self.variables)
 
     # -- init / apply (the entry points: _entry.py) ----------------------------------
 
