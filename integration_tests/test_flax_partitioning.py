@@ -534,3 +534,56 @@ def test_user_metadata_box_written_as_in_flax(initial):
     assert ours[0] == theirs[0] == 'MeanBox'
     np.testing.assert_array_equal(ours[1], theirs[1])
     np.testing.assert_array_equal(ours[2], theirs[2])
+
+
+# ------------------------------------------------------------------ nn.vmap(spmd_axis_name=...)
+
+
+def _spmd_vmapped(nn, spmd):
+    class Body(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            init = nn.with_partitioning(nn.initializers.lecun_normal(), (None, 'model'))
+            y = nn.Dense(4, kernel_init=init)(x)
+            return jax.lax.with_sharding_constraint(y, P('model'))
+
+    class Top(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            vmapped = nn.vmap(
+                Body,
+                variable_axes={'params': 0},
+                split_rngs={'params': True},
+                metadata_params={nn.PARTITION_NAME: None},
+                **spmd,
+            )
+            return vmapped(name='v')(x)
+
+    return Top()
+
+
+def _constraints(lowered_text):
+    # The sharding each constraint asks for, by the mesh axes of each dimension.
+    found = re.findall(r'sharding_constraint[^\n]*', lowered_text)
+    return sorted(re.sub(r'%[\w#]+', '%', line) for line in found)
+
+
+@pytest.mark.parametrize('spmd', [{}, {'spmd_axis_name': 'data'}, {'spmd_axis_name': ('data',)}])
+def test_vmap_spmd_axis_name_shards_the_mapped_axis_as_flax(spmd):
+    mesh = jax.make_mesh((2, 2), ('data', 'model'), axis_types=(AxisType.Auto,) * 2)
+    x = jnp.arange(24.0).reshape(2, 3, 4)
+
+    def run(nn):
+        model = _spmd_vmapped(nn, spmd)
+        with jax.set_mesh(mesh):
+            variables = jax.jit(model.init)(jax.random.key(0), x)
+            apply = jax.jit(model.apply)
+            text = apply.lower(variables, x).as_text()
+            return nn.unbox(variables), apply(variables, x), _constraints(text)
+
+    ours, theirs = run(linen_nn), run(flax_nn)
+    _assert_same_tree(ours[0], theirs[0])
+    np.testing.assert_array_equal(np.asarray(ours[1]), np.asarray(theirs[1]))
+    assert ours[2] and ours[2] == theirs[2]
+    # With the name, the mapped axis is sharded over 'data' in the body's constraint.
+    assert any('data' in line for line in ours[2]) == bool(spmd), ours[2]
