@@ -553,7 +553,10 @@ def _field_holders(nn):
                 subs = list(subs.values())
             y = nn.Dense(4)(x)
             for sub in subs:
-                y = y + (0.0 if sub is None else sub(x))
+                if isinstance(sub, nn.Variable):
+                    y = y * sub.value
+                else:
+                    y = y + (0.0 if sub is None else sub(x))
             return y
 
     class Made(nn.Module):
@@ -564,12 +567,20 @@ def _field_holders(nn):
         def __call__(self, x):
             return self.dense(x) + self.holder(x)
 
+    def variable(parent):
+        return parent.variable('state', 'scale', lambda: jnp.full((), 2.0))
+
+    # (each is called with the module that makes the holder, or with None outside one)
     return {
-        'field': lambda: Holder(sub=nn.Dense(4)),
-        'list': lambda: Holder(sub=[nn.Dense(4)]),
-        'dict': lambda: Holder(sub={'a': nn.Dense(4)}),
-        'no_module': lambda: Holder(),
-        'made_inside': lambda: Made(),
+        'field': lambda _: Holder(sub=nn.Dense(4)),
+        'list': lambda _: Holder(sub=[nn.Dense(4)]),
+        'dict': lambda _: Holder(sub={'a': nn.Dense(4)}),
+        'no_module': lambda _: Holder(),
+        'made_inside': lambda _: Made(),
+        # A Variable of the parent's, as Flax refuses it too (only made by a parent).
+        'variable': lambda parent: Holder(sub=variable(parent)),
+        'variable_list': lambda parent: Holder(sub=[variable(parent)]),
+        'variable_dict': lambda parent: Holder(sub={'a': variable(parent)}),
     }
 
 
@@ -600,13 +611,23 @@ def _lifted_derivative(nn, transform, make, adopted):
 
         @nn.compact
         def __call__(self, x):
-            return call(self.body if adopted else make(), x)
+            return call(self.body if adopted else make(self), x)
 
-    return Top(body=make()) if adopted else Top()
+    return Top(body=make(None)) if adopted else Top()
 
 
-@pytest.mark.parametrize('adopted', [False, True], ids=['made_by_parent', 'adopted'])
-@pytest.mark.parametrize('holder', ['field', 'list', 'dict', 'no_module', 'made_inside'])
+# A Variable is made by a module, so only a parent can hand one to the holder.
+_HOLDERS = [
+    pytest.param(holder, adopted, id=f'{holder}-{"adopted" if adopted else "made_by_parent"}')
+    for holder in ('field', 'list', 'dict', 'no_module', 'made_inside')
+    for adopted in (False, True)
+] + [
+    pytest.param(holder, False, id=f'{holder}-made_by_parent')
+    for holder in ('variable', 'variable_list', 'variable_dict')
+]
+
+
+@pytest.mark.parametrize('holder, adopted', _HOLDERS)
 @pytest.mark.parametrize('transform', ['jvp', 'vjp', 'custom_vjp'])
 def test_derivatives_refuse_module_fields_as_flax(transform, holder, adopted):
     def run(nn):
@@ -617,7 +638,7 @@ def test_derivatives_refuse_module_fields_as_flax(transform, holder, adopted):
         return {'variables': variables, 'y': y, 'grads': grads}
 
     flax_outcome, linen_outcome = _outcome(lambda: run(flax_nn)), _outcome(lambda: run(linen_nn))
-    if holder in ('field', 'list', 'dict'):
+    if holder in ('field', 'list', 'dict') or holder.startswith('variable'):
         assert flax_outcome[0] == 'raised' and isinstance(flax_outcome[1], NotImplementedError)
         assert 'instead of passing it as a field' in str(linen_outcome[1])
     else:

@@ -9,7 +9,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from linen.core import errors, meta
+from linen.core import Variable, errors, meta
 from linen.module import Module
 from linen.module.dispatch import call_wrapped_method, field_names
 from linen.transforms import (
@@ -312,6 +312,9 @@ def _module_scope(mdl: Any):
     return mdl.scope
 
 
+_HELD = (Module, Variable)
+
+
 def _refuse_module_primals(transform: str, primals: Any) -> None:
     """As Flax's, ``nn.jvp`` and ``nn.vjp`` lift the module's scope alone."""
     for leaf in jax.tree_util.tree_leaves(primals):
@@ -321,15 +324,18 @@ def _refuse_module_primals(transform: str, primals: Any) -> None:
 
 def _refuse_module_fields(transform: str, mdl: Any) -> None:
     """As Flax's, ``nn.jvp``, ``nn.vjp`` and ``nn.custom_vjp`` refuse a module holding
-    Modules in its fields: they lift ``mdl``'s scope alone, so a field module's
-    variables (another scope's) would pass through as constants."""
+    Modules or Variables in its fields: they lift ``mdl``'s scope alone, so the
+    variables of a field's module or Variable (another scope's) would pass through as
+    constants."""
     if not isinstance(mdl, Module):
         return
     for name in field_names(type(mdl)):
         value = mdl.__dict__.get(name)
-        leaves = jax.tree_util.tree_leaves(value, is_leaf=lambda x: isinstance(x, Module))
-        if any(isinstance(leaf, Module) for leaf in leaves):
-            raise ModuleArgumentUnsupportedError(transform, type(mdl).__name__, name)
+        leaves = jax.tree_util.tree_leaves(value, is_leaf=lambda x: isinstance(x, _HELD))
+        for leaf in leaves:
+            if isinstance(leaf, _HELD):
+                held = 'Module' if isinstance(leaf, Module) else 'Variable'
+                raise ModuleArgumentUnsupportedError(transform, type(mdl).__name__, name, held)
 
 
 def vjp(

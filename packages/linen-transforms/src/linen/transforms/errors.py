@@ -185,11 +185,13 @@ class RematConcreteArgumentError(TransformArgumentError, NotImplementedError):
 
 class ModuleArgumentUnsupportedError(TransformArgumentError, NotImplementedError):
     """``nn.jvp``/``nn.vjp`` got a Module among the primals, or ``nn.jvp``/``nn.vjp``/
-    ``nn.custom_vjp`` lifts a module holding a Module in a field: those transforms lift
-    the module's own scope only, as in Flax, which raises ``NotImplementedError`` with
-    the same first sentence."""
+    ``nn.custom_vjp`` lifts a module holding a Module or a Variable in a field: those
+    transforms lift the module's own scope only, as in Flax, which raises
+    ``NotImplementedError`` with the same first sentence."""
 
-    def __init__(self, transform: str, module_name: str, field: str | None = None):
+    def __init__(
+        self, transform: str, module_name: str, field: str | None = None, held: str = 'Module'
+    ):
         if field is None:
             detail = (
                 f'nn.{transform} got the module {module_name} among its primals: call it '
@@ -199,9 +201,15 @@ class ModuleArgumentUnsupportedError(TransformArgumentError, NotImplementedError
         else:
             detail = (
                 f'nn.{transform} lifts the module {module_name}, whose field {field!r} '
-                "holds a Module; that Module's variables would not be lifted with it: "
-                f'make the submodule inside {module_name} (in setup or a compact method) '
-                'instead of passing it as a field.'
+                + (
+                    "holds a Module; that Module's variables would not be lifted with it: "
+                    'make the submodule'
+                    if held == 'Module'
+                    else 'holds a Variable of another module, which would not be lifted '
+                    'with it: make the variable'
+                )
+                + f' inside {module_name} (in setup or a compact method) instead of passing '
+                'it as a field.'
             )
         super().__init__(
             'This transform does not yet support Modules that include other Modules '
