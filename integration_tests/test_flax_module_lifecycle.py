@@ -1409,9 +1409,33 @@ def names_after_deep_clone_reset_names_and_unbind(nn, core):
     )
 
 
+def unbound_submodule_holding_a_shared_module_inits_its_own(nn, core):
+    # Flax's documented way to take a submodule out of a model (``unbind``, or ``clone``
+    # and the submodule's variables); here it holds a module its parent shares.
+    Inner, Outer = _held_models(nn)
+
+    class Top(nn.Module):
+        def setup(self):
+            self.shared = Inner()
+            self.holder = Outer(self.shared)
+
+        def __call__(self, x):
+            return self.holder(x) + self.shared(x)
+
+    x = jnp.ones((1, 2))
+    bound = Top().bind(Top().init(jax.random.key(0), x))
+    sub, sub_variables = bound.holder.unbind()
+    return (
+        _values(sub_variables),
+        _values(sub.init(jax.random.key(1), x)),
+        _values(bound.holder.clone().init(jax.random.key(2), x)),
+    )
+
+
 @pytest.mark.parametrize(
     'scenario',
     [
+        unbound_submodule_holding_a_shared_module_inits_its_own,
         copy_in_setup_copies_the_held_module,
         copy_in_compact_copies_a_module_bound_to_the_parent,
         init_of_a_module_holding_one_bound_elsewhere,
