@@ -1349,3 +1349,125 @@ def test_vjp_multi_scope_lifts_field_modules_as_flax(holder, has_aux):
     flax_outcome, linen_outcome = _outcome(lambda: run(flax_nn)), _outcome(lambda: run(linen_nn))
     assert flax_outcome[0] == 'ok', flax_outcome
     _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_tree)
+
+
+# ------------------------- split_rngs: the first filter, in the mapping's order, decides
+
+
+SPLIT_ORDERS = {
+    'named_false_first': {'dropout': False, True: True},
+    'true_first': {True: True, 'dropout': False},
+    'params_false_first': {'params': False, True: True},
+}
+
+
+@pytest.mark.parametrize('order', list(SPLIT_ORDERS))
+@pytest.mark.parametrize('transform', ['scan', 'vmap'])
+def test_overlapping_split_rngs_filters_resolve_in_order_as_flax(transform, order):
+    """Flax groups rng streams by the filters of ``split_rngs`` in order: the first that
+    names a stream decides whether it is split. linen split a stream whenever any
+    filter naming it said True, so ``{'dropout': False, True: True}`` gave every step
+    its own dropout draw where Flax gives each the same one."""
+    split = SPLIT_ORDERS[order]
+
+    def run(nn):
+        class Step(nn.Module):
+            @nn.compact
+            def __call__(self, c, x):
+                return c, jax.random.uniform(self.make_rng('dropout'), (2,))
+
+        class Mapped(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                w = self.param('w', lambda key: jax.random.uniform(key, ()))
+                return jax.random.uniform(self.make_rng('dropout'), (2,)) + w
+
+        class Top(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                if transform == 'scan':
+                    scan = nn.scan(Step, split_rngs=split, variable_broadcast='params')
+                    return scan()(0.0, x)[1]
+                return nn.vmap(Mapped, split_rngs=split, variable_axes={'params': 0})()(x)
+
+        rngs = {'params': jax.random.key(0), 'dropout': jax.random.key(1)}
+        return Top().init_with_output(rngs, jnp.ones((3, 4)))
+
+    (flax_y, flax_vars), (linen_y, linen_vars) = run(flax_nn), run(linen_nn)
+    _assert_same_tree(linen_y, flax_y)
+    _assert_same_values(flax_vars, linen_vars)
+    if transform == 'scan':
+        # A shared stream draws the same numbers at every step; a split one does not.
+        rows = np.asarray(linen_y)
+        assert bool(np.all(rows == rows[0])) == (order == 'named_false_first')
+
+
+# ------------- nn.scan: what the body writes to a broadcast collection must not vary
+
+
+def _broadcast_writer(nn, source: str, collection: str, when: str):
+    """A scan whose step creates (``when='create'``) or updates (``'update'``: after
+    ``init``) a variable of the broadcast ``collection`` from ``source``."""
+
+    def value(mdl, c, x, w):
+        return {
+            'carry': lambda: c.mean(),
+            'scanned_input': lambda: x.mean(),
+            'scanned_param': lambda: w.mean(),
+            'split_stream': lambda: jax.random.uniform(mdl.make_rng('noise')),
+            'shared_stream': lambda: jax.random.uniform(mdl.make_rng('fixed')),
+            'constant': lambda: jnp.ones(()),
+        }[source]()
+
+    class Step(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            w = self.param('w', nn.initializers.normal(), (1, 3))
+            if when == 'create':
+                v = self.variable(collection, 'v', lambda: value(self, c, x, w))
+            else:
+                v = self.variable(collection, 'v', lambda: jnp.ones(()))
+                if not self.is_initializing() and self.is_mutable_collection(collection):
+                    v.value = v.value + value(self, c, x, w)
+            return c * w + x * v.value, None
+
+    class Top(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            scan = nn.scan(
+                Step,
+                variable_axes={'params': 0},
+                variable_broadcast=collection,
+                split_rngs={'params': True, 'noise': True, 'fixed': False},
+            )
+            return scan()(x, jnp.stack([x, 2 * x, 3 * x]))[0]
+
+    return Top()
+
+
+BROADCAST_SOURCES = ['carry', 'scanned_input', 'scanned_param', 'split_stream', 'shared_stream',
+                     'constant']  # fmt: skip
+
+
+@pytest.mark.parametrize('when', ['create', 'update'])
+@pytest.mark.parametrize('source', BROADCAST_SOURCES)
+def test_scan_broadcast_writes_that_vary_per_step_raise_as_flax(source, when):
+    """A broadcast variable is computed once, before the loop: Flax refuses one whose
+    value depends on the carry, the scanned inputs or variables or a stream split per
+    step (a ValueError, "broadcasted variable has a data dependency on the scan body"),
+    where linen kept the first step's value."""
+    x = jnp.arange(6.0).reshape(2, 3) / 6
+
+    def run(nn):
+        model = _broadcast_writer(nn, source, 'state', when)
+        rngs = {'params': jax.random.key(0), 'noise': jax.random.key(1), 'fixed': jax.random.key(2)}
+        variables = model.init(rngs, x)
+        apply_rngs = {'noise': jax.random.key(3), 'fixed': jax.random.key(4)}
+        y, state = model.apply(variables, x, rngs=apply_rngs, mutable=['state'])
+        return {'variables': variables, 'y': y, 'state': state}
+
+    flax_outcome, linen_outcome = _outcome(lambda: run(flax_nn)), _outcome(lambda: run(linen_nn))
+    assert (flax_outcome[0] == 'ok') == (source in ('shared_stream', 'constant')), flax_outcome
+    _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_values)
+    if linen_outcome[0] == 'raised':
+        assert "broadcast collection 'state'" in str(linen_outcome[1])

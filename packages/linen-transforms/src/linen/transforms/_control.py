@@ -14,7 +14,6 @@ from typing import Any
 import jax
 from jax import lax
 
-from linen.core import in_filter
 from linen.core.lifting import Filter
 from linen.transforms import _pack
 
@@ -93,15 +92,14 @@ def while_loop(
     carry_vars = [c for c, _, _ in split_groups]
     bcast_vars = [b for _, b, _ in split_groups]
     split_rngs = split_rngs or {}
-    split = [f for f, do in split_rngs.items() if do]
     mutable = carry_variables
 
     def keys_at(i):
         return [
             {
-                k: (jax.random.fold_in(v, i) if any(in_filter(f, k) for f in split) else v)
+                k: (jax.random.fold_in(v, i) if do else v)
                 for k, v in keys.items()
-                if any(in_filter(f, k) for f in split_rngs)
+                if (do := _pack.split_named(k, split_rngs)) is not None
             }
             for keys in state.keys
         ]

@@ -206,18 +206,29 @@ def rng_keys(scope: Scope) -> tuple[dict[str, Any], dict[str, Any]]:
     return {n: r.key for n, r in rngs.items()}, dict(rngs)
 
 
+def split_named(name: str, split_rngs: Mapping[Filter, bool]) -> bool | None:
+    """Whether ``split_rngs`` splits the stream ``name``: the first filter, in the
+    mapping's order, that names it decides, as Flax groups streams by its filters
+    (``{'dropout': False, True: True}`` shares ``dropout`` and splits the rest).
+    ``None``: no filter names it."""
+    for f, do in split_rngs.items():
+        if in_filter(f, name):
+            return bool(do)
+    return None
+
+
 def split_and_shared(
     keys: dict[str, Any], split_rngs: Mapping[Filter, bool]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``keys`` by ``split_rngs`` (``vmap``'s and ``scan``'s): the streams a filter set to
-    True names (to split), and those only a filter set to False names (shared). As in
-    Flax, a stream no filter names is in neither: the body does not see it."""
+    """``keys`` by ``split_rngs`` (``vmap``'s and ``scan``'s): the streams it splits,
+    and those it shares (:func:`split_named`). As in Flax, a stream no filter names is
+    in neither: the body does not see it."""
     split, shared = {}, {}
     for name, key in keys.items():
-        named = [do for f, do in split_rngs.items() if in_filter(f, name)]
-        if any(named):
+        do = split_named(name, split_rngs)
+        if do:
             split[name] = key
-        elif named:
+        elif do is not None:
             shared[name] = key
     return split, shared
 

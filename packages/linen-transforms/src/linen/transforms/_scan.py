@@ -24,6 +24,7 @@ from linen.transforms.errors import (
     InAxesListError,
     ScanBroadcastAxisError,
     ScanBroadcastOutputError,
+    ScanBroadcastVariableError,
     ScanCarryCreationError,
     ScanCollectionError,
     ScanLengthError,
@@ -340,32 +341,80 @@ class _Scan:
         written: list[tuple[str, str]] = []
         created: list[tuple[str, str]] = []
 
-        def first_step(v, c, f):
-            inner, c, ys = run_step(v, [dict(sp) for sp in ins.split], c, f)
+        def first_step(v, c, f, keys=None):
+            keys = [dict(sp) for sp in ins.split] if keys is None else keys
+            inner, c, ys = run_step(v, keys, c, f)
             for scope, i, rest, cv in zip(scopes, inner, ins.rest_vars, ins.carry_vars):
                 out = Groups.of(_pack.inner_mutated(i, self.filters), self.n_out_axes)
                 written.extend((scope.path_text, col) for col in _restructured(out.rest, rest))
                 created.extend((scope.path_text, col) for col in _restructured(out.carry, cv))
             return inner, c, ys
 
-        init_bcast = [
+        init_bcast = self.check_constancy_invariants and any(
             any(in_filter(s.mutable, c) for c in _broadcast_cols(self.variable_broadcast))
             for s in scopes
-        ]
+        )
         ys = None
-        if invariant or (self.check_constancy_invariants and any(init_bcast)):
-            inner, _, ys = first_step(variables, carry, first)
-            if self.check_constancy_invariants:
-                for b, i in zip(ins.bcast_vars, inner):
-                    b.update(_pack.inner_mutated(i, (self.variable_broadcast,))[0])
-            if invariant:
-                _refuse_dependent_outputs(
-                    first_step, variables, carry, first, in_spec, self.out_axes
-                )
-        elif self.check_constancy_invariants:
+        if init_bcast:
+            writes, ys = self._first_step_over_one(
+                first_step, ins, carry, first, in_spec, invariant
+            )
+            for b, w in zip(ins.bcast_vars, writes):
+                b.update(w)
+        elif invariant:
+            _, _, ys = first_step(variables, carry, first)
+        if invariant:
+            _refuse_dependent_outputs(first_step, variables, carry, first, in_spec, self.out_axes)
+        elif not init_bcast and self.check_constancy_invariants:
             _probe_abstractly(first_step, variables, carry, first, in_spec)
         _refuse_misplaced(written, created)
         return ys
+
+    def _first_step_over_one(
+        self, first_step, ins: _Inputs, carry, first: tuple, in_spec: tuple, with_ys: bool
+    ) -> tuple[list, Any]:
+        """Run the first step for real, under ``jax.vmap`` over a batch of one of what
+        changes from step to step (the carry, the scanned arguments, the carry and axis
+        collections, the split rng keys), with ``out_axes=None`` for what it writes to
+        the broadcast collections: JAX refuses that for a value that depends on a
+        mapped input, which is Flax's "data dependency on the scan body". A value that
+        depends on none of them is computed as without the vmap.
+
+        Returns each scope's broadcast writes, and the step's outputs if ``with_ys``.
+        Raises ``ScanBroadcastVariableError`` naming the collections whose writes depend.
+        """
+        bcast_args = tuple(x if ax is broadcast else None for x, ax in zip(first, in_spec))
+        scanned = tuple(None if ax is broadcast else x for x, ax in zip(first, in_spec))
+        axis_slices = [
+            {c: jax.tree_util.tree_map(lambda a: _first_slice(a, 0), t) for g in axes
+             for c, t in g.items()}
+            for axes in ins.axis_vars
+        ]  # fmt: skip
+        keys = [dict(sp) for sp in ins.split]
+        bcast_filter = (self.variable_broadcast,)
+
+        def step(carry_vars, axis_slices, c, scanned, keys, only=None):
+            args = tuple(b if x is None else x for b, x in zip(bcast_args, scanned))
+            variables = []
+            for b, cv, r, ax in zip(ins.bcast_vars, carry_vars, ins.rest_vars, axis_slices):
+                v = {**b, **cv, **r}
+                v.update(ax)
+                variables.append(v)
+            inner, _, ys = first_step(variables, c, args, keys)
+            writes = [_pack.inner_mutated(i, bcast_filter)[0] for i in inner]
+            if only is not None:
+                writes = [{k: w[k] for k in w if k == only} for w in writes]
+            return writes, (ys if with_ys else None)
+
+        looped = (list(ins.carry_vars), axis_slices, carry, scanned, keys)
+        one = jax.tree_util.tree_map(lambda a: jnp.asarray(a)[None], looped)
+        try:
+            writes, ys = jax.vmap(step, out_axes=(None, 0))(*one)
+        except ValueError as e:
+            if 'out_axes' not in str(e):
+                raise
+            raise ScanBroadcastVariableError(_dependent_writes(step, one)) from None
+        return writes, jax.tree_util.tree_map(lambda a: a[0], ys)
 
     def _loop(self, run_step, ins: _Inputs, carry, xs, in_spec, n: int, invariant_axes=None):
         """The ``lax.scan`` over ``n`` steps.
@@ -457,6 +506,22 @@ def _step_runner(
         return inner, c, ys
 
     return run_step
+
+
+def _dependent_writes(step: Callable, one: tuple) -> list[str]:
+    """The broadcast collections whose writes depend on the mapped inputs of ``step``
+    (abstract runs, on the error path only)."""
+    spec = jax.eval_shape(jax.vmap(step), *one)[0]
+    names = sorted({c for w in spec for c in w})
+    dependent = []
+    for name in names:
+        try:
+            jax.eval_shape(jax.vmap(functools.partial(step, only=name), out_axes=(None, 0)), *one)
+        except ValueError as e:
+            if 'out_axes' not in str(e):
+                raise
+            dependent.append(name)
+    return dependent or names
 
 
 def _first_step_variables(ins: _Inputs) -> list:

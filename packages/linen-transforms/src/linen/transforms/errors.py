@@ -11,6 +11,7 @@ __all__ = [
     'ScanCarryCreationError',
     'ScanBroadcastAxisError',
     'ScanBroadcastOutputError',
+    'ScanBroadcastVariableError',
     'TransformArgumentError',
     'RematConcreteArgumentError',
     'RematStaticArgnumsError',
@@ -152,6 +153,26 @@ class ScanBroadcastOutputError(LinenError, ValueError):
             'output whose out_axes is nn.broadcast is computed once, before the loop, so '
             'it may depend only on broadcast arguments and variables, not on the carry '
             'or the scanned inputs; give it an integer out_axes to stack it per step.)'
+        )
+
+
+class ScanBroadcastVariableError(LinenError, ValueError):
+    """What an ``nn.scan`` body writes to a ``variable_broadcast`` collection depends
+    on the carry, the scanned inputs or variables, or the rng streams split per step.
+
+    Broadcast variables are computed once, before the loop, and shared by every
+    step. Flax raises a ``ValueError`` with the same first sentence.
+    """
+
+    def __init__(self, collections: list[str]):
+        named = ', '.join(repr(c) for c in collections)
+        super().__init__(
+            'broadcasted variable has a data dependency on the scan body. (nn.scan: the '
+            f'value written to the broadcast collection {named} depends on the carry, the '
+            'scanned inputs or variables, or an rng stream split per step; broadcast '
+            'variables are computed once, before the loop. Write it from broadcast '
+            'arguments and variables only, or scan the collection with `variable_axes` '
+            'or carry it with `variable_carry`.)'
         )
 
 
