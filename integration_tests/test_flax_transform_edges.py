@@ -1471,3 +1471,67 @@ def test_scan_broadcast_writes_that_vary_per_step_raise_as_flax(source, when):
     _assert_same_outcome(flax_outcome, linen_outcome, _assert_same_values)
     if linen_outcome[0] == 'raised':
         assert "broadcast collection 'state'" in str(linen_outcome[1])
+
+
+# -------- nn.custom_vjp over a setup-style module under nn.grad (FINDINGS D8, documented)
+
+
+def _custom_vjp_under_grad(nn, style: str):
+    class Scale(nn.Module):
+        if style == 'setup':
+
+            def setup(self):
+                self.w = self.param('w', nn.initializers.normal(0.5), (3,))
+
+            def __call__(self, x):
+                return x * self.w
+        else:
+
+            @nn.compact
+            def __call__(self, x):
+                return x * self.param('w', nn.initializers.normal(0.5), (3,))
+
+    class Custom(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            def fn(mdl, x):
+                return mdl(x)
+
+            def fwd(mdl, x):
+                return nn.vjp(fn, mdl, x)
+
+            def bwd(vjp_fn, t):
+                return vjp_fn(t)
+
+            return nn.custom_vjp(fn, forward_fn=fwd, backward_fn=bwd)(Scale(), x)
+
+    class Top(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            def loss(mdl, x):
+                y = mdl(x)
+                return jnp.sum(y * y), y
+
+            (gx,), y = nn.grad(loss, Custom(), x, has_aux=True)
+            return y + 0.5 * gx
+
+    return Top()
+
+
+def test_custom_vjp_of_a_setup_module_under_grad_gives_flaxs_compact_values():
+    """Flax refuses the setup form (its ``vjp_fn`` wraps the parameter gradients in a
+    tuple there); linen runs it, with the values both give for the compact form, and
+    those are ``x*w + x*w**2`` (``y = x*w``, the loss ``sum(y**2)``)."""
+    x = jnp.arange(1.0, 4.0)
+    flax_setup = _outcome(lambda: _custom_vjp_under_grad(flax_nn, 'setup').init(RNGS, x))
+    assert flax_setup[0] == 'raised' and isinstance(flax_setup[1], TypeError), flax_setup
+    compact = _custom_vjp_under_grad(flax_nn, 'compact')
+    flax_vars = compact.init(RNGS, x)
+    for style in ('setup', 'compact'):
+        model = _custom_vjp_under_grad(linen_nn, style)
+        variables = model.init(RNGS, x)
+        _assert_same_values(flax_vars, variables)
+        y = model.apply(variables, x)
+        _assert_same_tree(y, compact.apply(flax_vars, x), style)
+        w = variables['params']['Custom_0']['Scale_0']['w']
+        np.testing.assert_allclose(y, x * w + x * w**2, rtol=1e-6)

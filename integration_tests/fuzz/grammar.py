@@ -980,7 +980,11 @@ class Clone(Node):
 
     ``setup``: ``self.copies = [self.layer.clone() for _ in range(2)]`` (the clones have
     no parent until the assignment adopts them); ``compact``:
-    ``self.layer.clone(parent=self, name='copy<i>')``, called at once.
+    ``self.layer.clone(parent=self, name='copy<i>')``, called at once; ``copy``: as
+    ``setup`` with ``self.layer.copy()`` (a deep copy: the Modules the template holds
+    in its fields are copied too); ``deep``: the template is called first (so it and
+    what it holds are bound), then deep clones of it
+    (``clone(parent=self, name='copy<i>', _deep_clone=True)``) are called.
     """
 
     inner: Node
@@ -995,14 +999,23 @@ class Clone(Node):
     def render(self, src: Source) -> Ctor:
         ctor = self.inner.render(src)
         name = src.fresh('Clone')
-        if self.style == 'setup':
+        if self.style in ('setup', 'copy'):
+            make = 'clone' if self.style == 'setup' else 'copy'
             body = (
                 '    def setup(self):\n'
-                '        self.copies = [self.layer.clone() for _ in range(2)]\n'
+                f'        self.copies = [self.layer.{make}() for _ in range(2)]\n'
                 '    def __call__(self, x):\n'
                 '        for copy in self.copies:\n'
                 '            x = copy(x)\n'
                 '        return x'
+            )
+        elif self.style == 'deep':
+            body = (
+                '    @nn.compact\n'
+                '    def __call__(self, x):\n'
+                '        x = self.layer(x)\n'
+                "        x = self.layer.clone(parent=self, name='copy0', _deep_clone=True)(x)\n"
+                "        return self.layer.clone(parent=self, name='copy1', _deep_clone=True)(x)"
             )
         else:
             body = (
@@ -1050,7 +1063,7 @@ def draw_node(rng: random.Random, ctx: Ctx) -> Node:
     if kind == 'adopt':
         return Adopt(draw_node(rng, ctx.down()), rng.choice(['compact', 'setup']))
     if kind == 'clone':
-        return Clone(draw_node(rng, ctx.down()), rng.choice(['compact', 'setup']))
+        return Clone(draw_node(rng, ctx.down()), rng.choice(['compact', 'setup', 'copy', 'deep']))
     return Lifted.draw(rng, ctx)
 
 

@@ -228,6 +228,20 @@ KNOWN: tuple[KnownFinding, ...] = (
         flax_says='Tracer',
     ),
     KnownFinding(
+        'D8',
+        'nn.custom_vjp over a setup-style module, under an outer nn.grad or '
+        "nn.value_and_grad: Flax's custom_vjp refuses what its own nn.vjp hands back "
+        '(TypeError: the parameter gradients come wrapped in a tuple), linen runs and '
+        'gives the values Flax gives for the compact form (docs/differences.md, '
+        '"Accepted by linen, refused by Flax")',
+        None,
+        ('raises',),
+        # (the grammar's nn.value_and_grad is lift.grad with value=True)
+        frozenset({'lift.custom_vjp', 'custom.setup', 'lift.grad'}),
+        ('init_raises_11',),
+        flax_says='Custom VJP bwd rule must produce an output with the same container',
+    ),
+    KnownFinding(
         'D6',
         'nn.jit runs its Python body where linen traces (once per distinct program, one '
         'abstract trace to learn rng paths), not where Flax does: an nn.intercept_methods '
@@ -268,7 +282,7 @@ KNOWN: tuple[KnownFinding, ...] = (
         ('structure',),
         frozenset({'lift.jit'}),
         ('init_structure_1',),
-        any_of=frozenset({'clone.setup', 'clone.compact'}),
+        any_of=frozenset({'clone.setup', 'clone.compact', 'clone.copy'}),
     ),
     KnownFinding(
         'F16',
