@@ -584,27 +584,34 @@ def _field_holders(nn):
     }
 
 
-def _lifted_derivative(nn, transform, make, adopted):
-    def fn(mdl, x):
-        return mdl(x)
+def _call(mdl, x):
+    return mdl(x)
+
+
+def _custom_vjp_of_call(nn):
+    """``nn.custom_vjp`` of ``mdl(x)`` whose rules are ``nn.vjp``'s own."""
 
     def fwd(mdl, x):
-        return nn.vjp(fn, mdl, x)
+        return nn.vjp(_call, mdl, x)
 
     def bwd(vjp_fn, t):
         return vjp_fn(t)
 
+    return nn.custom_vjp(_call, forward_fn=fwd, backward_fn=bwd)
+
+
+def _lifted_derivative(nn, transform, make, adopted):
     def call(body, x):
         if transform == 'jvp':
             params = body.variables.get('params', {})
             tangents = {'params': jax.tree_util.tree_map(jnp.ones_like, params)}
-            y, t = nn.jvp(fn, body, (x,), (jnp.ones_like(x),), tangents)
+            y, t = nn.jvp(_call, body, (x,), (jnp.ones_like(x),), tangents)
             return y + t
         if transform == 'vjp':
-            y, vjp_fn = nn.vjp(fn, body, x)
+            y, vjp_fn = nn.vjp(_call, body, x)
             grads, gx = vjp_fn(jnp.ones_like(y))
             return y + gx + sum(jnp.sum(g) for g in jax.tree_util.tree_leaves(grads))
-        return nn.custom_vjp(fn, forward_fn=fwd, backward_fn=bwd)(body, x)
+        return _custom_vjp_of_call(nn)(body, x)
 
     class Top(nn.Module):
         body: nn.Module | None = None
@@ -1494,16 +1501,7 @@ def _custom_vjp_under_grad(nn, style: str):
     class Custom(nn.Module):
         @nn.compact
         def __call__(self, x):
-            def fn(mdl, x):
-                return mdl(x)
-
-            def fwd(mdl, x):
-                return nn.vjp(fn, mdl, x)
-
-            def bwd(vjp_fn, t):
-                return vjp_fn(t)
-
-            return nn.custom_vjp(fn, forward_fn=fwd, backward_fn=bwd)(Scale(), x)
+            return _custom_vjp_of_call(nn)(Scale(), x)
 
     class Top(nn.Module):
         @nn.compact
