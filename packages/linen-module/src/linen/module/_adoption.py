@@ -49,6 +49,29 @@ def map_submodules(value: Any, fn: Callable[[str, Any], Any], suffix: str = '') 
     return value
 
 
+def clone_held_modules(fields: dict[str, Any], cache: dict, reset_names: bool) -> None:
+    """Replace each Module that ``fields`` (a module's field values) hold with an
+    unbound deep clone, whoever it is bound to, as Flax's ``clone(_deep_clone=True)``.
+
+    Once each: ``cache`` (``{id(module): (module, clone)}``, shared down the clones)
+    keeps a module held in two places one module. A clone keeps its name unless
+    ``reset_names``.
+    """
+    renamed = {'name': None} if reset_names else {}
+
+    def clone_once(_: str, m: Any) -> Any:
+        entry = cache.get(id(m))
+        if entry is None:
+            clone = m.clone(parent=None, _deep_clone=cache, _reset_names=reset_names, **renamed)
+            entry = cache[id(m)] = (m, clone)
+        return entry[1]
+
+    for key, value in fields.items():
+        if might_hold_modules(value):
+            mapped = map_submodules(value, clone_once)
+            fields[key] = list(mapped) if isinstance(value, list) else mapped
+
+
 def contains_module(value: Any) -> bool:
     """Whether ``value`` is, or nests in lists/tuples/dicts, a Module (no copies made)."""
     if isinstance(value, Module):

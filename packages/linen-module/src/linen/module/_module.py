@@ -27,8 +27,8 @@ from linen.module._adoption import (
     KEPT_AS_IS,
     NON_HOLDERS,
     adopt_field_submodules,
+    clone_held_modules,
     freeze_attribute,
-    map_submodules,
     might_hold_modules,
     register_submodules,
 )
@@ -564,23 +564,8 @@ class Module(_DataclassLike):
             if origins is not None:
                 attrs.update(origins)
         elif not NON_HOLDERS.issuperset(map(type, attrs.values())):
-            cache: dict = _deep_clone if isinstance(_deep_clone, dict) else {}
-            renamed = {'name': None} if _reset_names else {}
-
-            def clone_once(_: str, m: Module) -> Module:
-                entry = cache.get(id(m))
-                if entry is None:
-                    clone = m.clone(
-                        parent=None, _deep_clone=cache, _reset_names=_reset_names, **renamed
-                    )
-                    entry = cache[id(m)] = (m, clone)
-                return entry[1]
-
-            for key, value in attrs.items():
-                if might_hold_modules(value):
-                    attrs[key] = map_submodules(value, clone_once)
-                    if isinstance(value, list):
-                        attrs[key] = list(attrs[key])
+            cache = _deep_clone if isinstance(_deep_clone, dict) else {}
+            clone_held_modules(attrs, cache, _reset_names)
         if updates:
             attrs.update(updates)
         return type(self)(parent=parent, **attrs)
