@@ -383,24 +383,14 @@ class _Scan:
         Returns each scope's broadcast writes, and the step's outputs if ``with_ys``.
         Raises ``ScanBroadcastVariableError`` naming the collections whose writes depend.
         """
-        bcast_args = tuple(x if ax is broadcast else None for x, ax in zip(first, in_spec))
-        scanned = tuple(None if ax is broadcast else x for x, ax in zip(first, in_spec))
-        axis_slices = [
-            {c: jax.tree_util.tree_map(lambda a: _first_slice(a, 0), t) for g in axes
-             for c, t in g.items()}
-            for axes in ins.axis_vars
-        ]  # fmt: skip
+        scanned, run = _over_scanned(first_step, first, in_spec)
+        axis_slices = _first_axis_slices(ins)
         keys = [dict(sp) for sp in ins.split]
         bcast_filter = (self.variable_broadcast,)
 
         def step(carry_vars, axis_slices, c, scanned, keys, only=None):
-            args = tuple(b if x is None else x for b, x in zip(bcast_args, scanned))
-            variables = []
-            for b, cv, r, ax in zip(ins.bcast_vars, carry_vars, ins.rest_vars, axis_slices):
-                v = {**b, **cv, **r}
-                v.update(ax)
-                variables.append(v)
-            inner, _, ys = first_step(variables, c, args, keys)
+            variables = _step_variables(ins, carry_vars, axis_slices)
+            inner, _, ys = run(variables, c, scanned, keys=keys)
             writes = [_pack.inner_mutated(i, bcast_filter)[0] for i in inner]
             if only is not None:
                 writes = [{k: w[k] for k in w if k == only} for w in writes]
@@ -411,7 +401,7 @@ class _Scan:
         try:
             writes, ys = jax.vmap(step, out_axes=(None, 0))(*one)
         except ValueError as e:
-            if 'out_axes' not in str(e):
+            if not _mapped_where_unmapped(e):
                 raise
             raise ScanBroadcastVariableError(_dependent_writes(step, one)) from None
         return writes, jax.tree_util.tree_map(lambda a: a[0], ys)
@@ -518,21 +508,42 @@ def _dependent_writes(step: Callable, one: tuple) -> list[str]:
         try:
             jax.eval_shape(jax.vmap(functools.partial(step, only=name), out_axes=(None, 0)), *one)
         except ValueError as e:
-            if 'out_axes' not in str(e):
+            if not _mapped_where_unmapped(e):
                 raise
             dependent.append(name)
     return dependent or names
 
 
+def _mapped_where_unmapped(e: ValueError) -> bool:
+    """Whether ``e`` is JAX refusing ``out_axes=None`` for an output of ``jax.vmap`` that
+    depends on a mapped input (its message names ``out_axes`` at both JAX ends): how
+    the scan checks tell a value that varies per step from one that does not."""
+    return 'out_axes' in str(e)
+
+
+def _first_axis_slices(ins: _Inputs) -> list[dict]:
+    """Each scope's axis collections at index 0 (the first step's slices)."""
+    return [
+        {
+            c: t
+            for g in axes
+            for c, t in jax.tree_util.tree_map(lambda a: _first_slice(a, 0), g).items()
+        }
+        for axes in ins.axis_vars
+    ]
+
+
+def _step_variables(ins: _Inputs, carry_vars, axis_slices: list[dict]) -> list:
+    """Each scope's variables for one step: its broadcast, carry, other and axis ones."""
+    return [
+        {**b, **cv, **r, **ax}
+        for b, cv, r, ax in zip(ins.bcast_vars, carry_vars, ins.rest_vars, axis_slices)
+    ]
+
+
 def _first_step_variables(ins: _Inputs) -> list:
     """Each scope's variables for the first step: every group, axis groups at index 0."""
-    variables = []
-    for b, c, r, axes in zip(ins.bcast_vars, ins.carry_vars, ins.rest_vars, ins.axis_vars):
-        v = {**b, **c, **r}
-        for g in axes:
-            v.update(jax.tree_util.tree_map(lambda a: _first_slice(a, 0), g))
-        variables.append(v)
-    return variables
+    return _step_variables(ins, ins.carry_vars, _first_axis_slices(ins))
 
 
 def _refuse_misplaced(written: list, created: list) -> None:
@@ -557,14 +568,15 @@ def _restructured(out: dict, before: dict) -> list:
 
 def _over_scanned(first_step: Callable, first: tuple, in_spec: tuple) -> tuple:
     """``(scanned, step)``: the first step's scanned arguments alone (``None`` for the
-    broadcast ones), and ``step(v, c, scanned)`` running ``first_step`` with the
+    broadcast ones), and ``step(v, c, scanned, **kw)`` running ``first_step`` with the
     broadcast arguments as the values they are (a ``deterministic`` flag must reach the
     body as a Python bool), as they do inside the loop."""
     bcast = tuple(x if ax is broadcast else None for x, ax in zip(first, in_spec))
     scanned = tuple(None if ax is broadcast else x for x, ax in zip(first, in_spec))
 
-    def step(v, c, scanned_args):
-        return first_step(v, c, tuple(x if s is None else s for x, s in zip(bcast, scanned_args)))
+    def step(v, c, scanned_args, **kwargs):
+        merged = tuple(x if s is None else s for x, s in zip(bcast, scanned_args))
+        return first_step(v, c, merged, **kwargs)
 
     return scanned, step
 
@@ -626,6 +638,6 @@ def _refuse_dependent_outputs(
             batch_of_one(scanned_first),
         )
     except ValueError as e:
-        if 'out_axes' not in str(e):
+        if not _mapped_where_unmapped(e):
             raise
         raise ScanBroadcastOutputError() from None
