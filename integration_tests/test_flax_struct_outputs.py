@@ -227,3 +227,61 @@ def test_unflatten_runs_validation_and_rejects_init_false_as_flax_does():
     theirs = _errors_of(fstruct)
     assert len(theirs) == 3
     assert _errors_of(lstruct) == theirs
+
+
+def _struct_marks(struct):
+    """What code written for Flax reads of a struct class: the marker in the class's own
+    ``__dict__`` (not inherited by a plain subclass), and decorating twice a no-op."""
+
+    @struct.dataclass
+    class State:
+        total: float = 0.0
+
+    class Plain(State):  # a subclass not decorated again
+        pass
+
+    class Node(struct.PyTreeNode):
+        count: int = 0
+
+    return (
+        State.__dict__.get('_flax_dataclass', False),
+        Plain.__dict__.get('_flax_dataclass', False),
+        Node.__dict__.get('_flax_dataclass', False),
+        struct.dataclass(State) is State,
+        struct.dataclass(Node) is Node,
+    )
+
+
+def test_struct_classes_carry_flaxs_marker_and_redecorating_is_a_no_op():
+    theirs = _struct_marks(fstruct)
+    assert theirs == (True, False, True, True, True)
+    assert _struct_marks(lstruct) == theirs
+
+
+def test_a_struct_from_either_library_passes_the_other_decorator_unchanged():
+    from flax import serialization as fser
+
+    from linen.core import serialization as lser
+
+    @fstruct.dataclass
+    class Theirs:
+        x: jax.Array
+        tag: str = fstruct.field(pytree_node=False, default='t')
+
+    @lstruct.dataclass
+    class Ours:
+        x: jax.Array
+        tag: str = lstruct.field(pytree_node=False, default='t')
+
+    # A migrating code base decorates a class with both: the second is a no-op (it used
+    # to raise dataclasses' TypeError for redefining a frozen class's __setattr__).
+    assert lstruct.dataclass(Theirs) is Theirs
+    assert fstruct.dataclass(Ours) is Ours
+    # linen's serialization names a Flax struct's pytree fields, as Flax's does.
+    theirs = Theirs(np.arange(2.0))
+    assert lser.to_state_dict(theirs).keys() == fser.to_state_dict(theirs).keys() == {'x'}
+    restored = lser.from_state_dict(theirs, {'x': np.ones(2)})
+    assert isinstance(restored, Theirs) and restored.tag == 't'
+    np.testing.assert_array_equal(restored.x, np.ones(2))
+    with pytest.raises(ValueError, match='Missing field x'):
+        lser.from_state_dict(theirs, {})

@@ -37,8 +37,11 @@ __all__ = [
 
 _T = TypeVar('_T')
 
-# Marks classes this module already processed: decorating twice must be a no-op.
-_MARKER = '_linen_dataclass'
+# Marks a struct dataclass, under Flax's name: code written for Flax tells a struct
+# class from a plain dataclass by ``cls.__dict__['_flax_dataclass']`` (metric
+# libraries refuse a state class without it), and decorating a marked class again,
+# with Flax's decorator or this one, is a no-op.
+_MARKER = '_flax_dataclass'
 
 
 def field(pytree_node: bool = True, *, metadata: dict | None = None, **kwargs) -> Any:
@@ -64,14 +67,14 @@ def dataclass(clz: type[_T] | None = None, **kwargs) -> type[_T]:
     if clz is None:
         return functools.partial(dataclass, **kwargs)
     if _MARKER in clz.__dict__:
+        # Already a struct; one made by Flax's decorator still needs this library's
+        # state handlers, so that ``linen.core.serialization`` sees its fields.
+        if not serialization.is_serializable(clz):
+            _register_state(clz, _split_fields(clz)[0])
         return clz
     kwargs.setdefault('frozen', True)
     data_clz = dataclasses.dataclass(**kwargs)(clz)
-
-    data_fields, meta_fields = [], []
-    for f in dataclasses.fields(data_clz):
-        (data_fields if f.metadata.get('pytree_node', True) else meta_fields).append(f.name)
-    data_fields, meta_fields = tuple(data_fields), tuple(meta_fields)
+    data_fields, meta_fields = _split_fields(data_clz)
 
     def replace(self, **updates):
         """Returns a copy with the given fields replaced."""
@@ -85,6 +88,21 @@ def dataclass(clz: type[_T] | None = None, **kwargs) -> type[_T]:
     # only comes out of a transform whole that way, and the flatten/unflatten
     # fast path stays in C++.
     jax.tree_util.register_dataclass(data_clz, list(data_fields), list(meta_fields))
+    _register_state(data_clz, data_fields)
+    setattr(data_clz, _MARKER, True)
+    return data_clz
+
+
+def _split_fields(data_clz: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The names of the pytree fields and of the static ones, in field order."""
+    data_fields, meta_fields = [], []
+    for f in dataclasses.fields(data_clz):
+        (data_fields if f.metadata.get('pytree_node', True) else meta_fields).append(f.name)
+    return tuple(data_fields), tuple(meta_fields)
+
+
+def _register_state(data_clz: type, data_fields: tuple[str, ...]) -> None:
+    """State-dict handlers that name the pytree fields of ``data_clz``."""
 
     def to_state_dict(x):
         return {n: serialization.to_state_dict(getattr(x, n)) for n in data_fields}
@@ -117,13 +135,11 @@ def dataclass(clz: type[_T] | None = None, **kwargs) -> type[_T]:
         updates = {
             n: serialization.from_state_dict(getattr(x, n), state[n], name=n) for n in data_fields
         }
-        return x.replace(**updates)
+        return dataclasses.replace(x, **updates)
 
     serialization.register_serialization_state(
         data_clz, to_state_dict, from_state_dict, override=True
     )
-    setattr(data_clz, _MARKER, True)
-    return data_clz
 
 
 @dataclass_transform(field_specifiers=(field,))
