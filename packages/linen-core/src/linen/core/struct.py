@@ -135,7 +135,7 @@ def _register_state(data_clz: type, data_fields: tuple[str, ...]) -> None:
         updates = {
             n: serialization.from_state_dict(getattr(x, n), state[n], name=n) for n in data_fields
         }
-        return dataclasses.replace(x, **updates)
+        return x.replace(**updates)
 
     serialization.register_serialization_state(
         data_clz, to_state_dict, from_state_dict, override=True
