@@ -1,7 +1,7 @@
 """Differential fuzzing of linen against Flax (see README.md in this folder).
 
 Importing the package sets the suite's JAX conditions (the root conftest's: rank
-promotion ``raise``, four host devices, XLA's fast compile settings) when JAX is not
+promotion ``raise``, four host devices, XLA's fast compile level) when JAX is not
 imported yet, so a command-line run compares under the same settings as CI.
 """
 
