@@ -128,6 +128,35 @@ def test_supported_rows_name_something_linen_has(flax_module):
     assert not wrong, f'{flax_module} rows say supported but linen lacks: {wrong}'
 
 
+@pytest.mark.parametrize('flax_module', sorted(FACADES))
+def test_supported_submodules_import_by_their_flax_path(flax_module):
+    # `from flax.linen.initializers import lecun_normal` migrates by swapping the
+    # package prefix, as `import flax.linen as nn` does: each name that is a module of
+    # Flax's package (and a supported row) must import under linen's, as that very
+    # module, not only be an attribute of the facade.
+    linen_module = NAMESPACES[flax_module]
+    rows = table_rows().get(flax_module, {})
+    flax_package, facade = map(importlib.import_module, (flax_module, linen_module))
+    checked, wrong = [], []
+    for name in flax_public_names(flax_module):
+        if rows.get(name) == 'not supported' or not hasattr(facade, name):
+            # (a name living elsewhere, `flax.core.lift` in linen-transforms, is
+            # checked by the test above)
+            continue
+        if not isinstance(getattr(flax_package, name), types.ModuleType):
+            continue
+        checked.append(name)
+        try:
+            imported = importlib.import_module(f'{linen_module}.{name}')
+        except ImportError as exc:
+            wrong.append(f'{name}: {exc}')
+            continue
+        if imported is not getattr(facade, name):
+            wrong.append(f'{name}: another module than the attribute')
+    assert checked, f'no submodule of {flax_module} found: the check checks nothing'
+    assert not wrong, f'{linen_module} submodules that do not import: {wrong}'
+
+
 def _regenerate() -> None:  # pragma: no cover - a maintenance script
     sys.path.insert(0, str(DOC.parent.parent / 'integration_tests'))
     from compat_notes import NOTES as notes

@@ -2,8 +2,9 @@
 
 Each distribution lists its public names once (``_exports.py``);
 ``tools/generate_names.py`` writes the type stubs (``__init__.pyi`` of each lazy
-package and of ``linen.nn``) and ``linen/nn/_first_party.json`` (which
-distribution provides each first-party name, for the install hint). These tests
+package and of ``linen.nn``, and one per module ``linen.nn`` exports) and
+``linen/nn/_first_party.json`` (which distribution provides each first-party name,
+for the install hint). These tests
 fail while a generated file is stale, and check the generated text against what
 the packages and the facade resolve to at run time, so a generator bug cannot
 hide behind its own output.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import ast
 import importlib
 import runpy
+import types
 from pathlib import Path
 
 import pytest
@@ -78,6 +80,24 @@ def test_nn_stub_names_exactly_the_first_party_exports():
     )
     for name, value in sorted(stub.items()):
         assert value is getattr(nn, name), name
+
+
+def test_a_submodule_stub_stands_for_each_module_the_facade_exports():
+    # `import linen.nn.initializers` type-checks through `nn/initializers.pyi`; each
+    # must star-import the module the facade imports under that name at run time.
+    table = nn._get_table()
+    modules = {
+        name: getattr(nn, name)
+        for name, entry in table.entries.items()
+        if entry.distribution in FIRST_PARTY and isinstance(getattr(nn, name), types.ModuleType)
+    }
+    stubs = {p.stem: p for p in NN_STUB.parent.glob('*.pyi') if p.name != '__init__.pyi'}
+    assert set(stubs) == set(modules)
+    for name, path in sorted(stubs.items()):
+        (node,) = [n for n in ast.parse(path.read_text()).body if isinstance(n, ast.ImportFrom)]
+        assert [a.name for a in node.names] == ['*'], name
+        assert importlib.import_module(node.module or '') is modules[name], name
+        assert importlib.import_module(f'linen.nn.{name}') is modules[name], name
 
 
 @pytest.mark.parametrize('package', sorted(LAZY_PACKAGES))

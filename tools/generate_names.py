@@ -9,6 +9,9 @@ run time:
   IDEs see what the lazy names resolve to;
 * ``linen/nn/__init__.pyi``, the static view of the ``linen.nn`` facade: every
   first-party name the plugins export;
+* ``linen/nn/<name>.pyi`` for each module ``linen.nn`` exports (``initializers``,
+  ``partitioning``...): the static view of ``import linen.nn.<name>``, which the
+  facade answers at run time with the module itself;
 * ``linen/nn/_first_party.json``, which distribution provides each first-party
   name of ``linen.nn``, so that asking for a name whose distribution is not
   installed says which ``pip install`` brings it.
@@ -26,6 +29,7 @@ import importlib
 import json
 import sys
 import tomllib
+import types
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
@@ -112,6 +116,16 @@ def __dir__() -> list[str]: ...
 """
 
 
+def _submodule_stub(name: str, module: str) -> str:
+    doc = (
+        f'Static view of ``linen.nn.{name}`` for type checkers and IDEs: the module\n'
+        f'``{module}``, which ``import linen.nn.{name}`` gives at run time.\n'
+        + HEADER.format(source="the first-party plugins' exports")
+    )
+    # A stub's star import re-exports the module's public names (its `__all__`).
+    return f'"""{doc}\n"""\n\nfrom {module} import *  # noqa: F403\n'
+
+
 def generated() -> dict[Path, str]:
     """Each generated file and the text it should hold."""
     files: dict[Path, str] = {}
@@ -124,6 +138,12 @@ def generated() -> dict[Path, str]:
     imports = [('linen.core.errors', 'PluginWarning', 'PluginWarning')]
     for dist, name, target in _facade_exports():
         imports.append(_facade_import(name, target))
+        module, _, attr = target.partition(':')
+        value = importlib.import_module(module)
+        for part in filter(None, attr.split('.')):
+            value = getattr(value, part)
+        if isinstance(value, types.ModuleType):
+            files[NN / f'{name}.pyi'] = _submodule_stub(name, value.__name__)
         if dist != 'linen-core':  # always installed: it is linen.nn's own distribution
             by_dist.setdefault(dist, []).append(name)
     files[NN / '__init__.pyi'] = render_stub(
@@ -134,11 +154,18 @@ def generated() -> dict[Path, str]:
     return files
 
 
+def _orphans(files: dict[Path, str]) -> list[Path]:
+    """Stubs of ``linen.nn`` that nothing generates any more (a module no longer exported)."""
+    return sorted(path for path in NN.glob('*.pyi') if path not in files)
+
+
 def stale() -> list[Path]:
-    """The generated files whose text differs from what the tables give today."""
-    return [
-        path for path, text in generated().items() if not path.is_file() or path.read_text() != text
+    """The generated files whose text differs from what the tables give today, and orphans."""
+    files = generated()
+    changed = [
+        path for path, text in files.items() if not path.is_file() or path.read_text() != text
     ]
+    return changed + _orphans(files)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,10 +177,14 @@ def main(argv: list[str] | None = None) -> int:
         for path in paths:
             print(f'stale: {path.relative_to(ROOT)}')
         return 1 if paths else 0
-    for path, text in generated().items():
+    files = generated()
+    for path, text in files.items():
         if not path.is_file() or path.read_text() != text:
             path.write_text(text)
             print(f'wrote {path.relative_to(ROOT)}')
+    for path in _orphans(files):
+        path.unlink()
+        print(f'removed {path.relative_to(ROOT)}')
     return 0
 
 

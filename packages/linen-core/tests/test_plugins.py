@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -275,6 +276,55 @@ def test_plugin_distribution_names_agree_with_importlib_metadata():
         assert _bus.plugin_distribution(plugin) == (ep.name, ep.dist.metadata['Name'])
 
 
+def test_exported_modules_import_as_submodules_of_the_facade():
+    import linen.core.meta
+
+    exported = {n: getattr(nn, n) for n in dir(nn)}
+    modules = {n: m for n, m in exported.items() if isinstance(m, types.ModuleType)}
+    assert {'errors', 'meta', 'spmd'} <= set(modules)
+    for name, module in modules.items():
+        assert importlib.import_module(f'linen.nn.{name}') is module
+        assert sys.modules[f'linen.nn.{name}'] is module
+        # the module keeps its own spec (the import machinery sets the alias's on it)
+        assert module.__spec__.name == module.__name__ != f'linen.nn.{name}'
+    from linen.nn.meta import Partitioned, unbox
+
+    assert (Partitioned, unbox) == (linen.core.meta.Partitioned, linen.core.meta.unbox)
+
+
+def test_names_below_an_exported_package_are_its_modules_not_copies():
+    before = sys.modules.get('linen.core.frozen_dict')
+    alias = importlib.import_module('linen.nn.module.kw_only_dataclasses')
+    assert alias is importlib.import_module('linen.module.kw_only_dataclasses')
+    from linen.nn.errors import ScopeParamShapeError
+
+    assert ScopeParamShapeError is errors.ScopeParamShapeError
+    assert sys.modules.get('linen.core.frozen_dict') is before
+
+
+@pytest.mark.parametrize('name', ['FrozenDict', 'no_such_module', 'threading', 'annotations'])
+def test_a_name_that_is_no_exported_module_does_not_import(name):
+    # An exported class, an unknown name, and names the facade's own code imports:
+    # `import flax.linen.FrozenDict` fails alike.
+    with pytest.raises(ModuleNotFoundError, match=f"No module named 'linen.nn.{name}'"):
+        importlib.import_module(f'linen.nn.{name}')
+
+
+def test_a_plugins_module_imports_while_registered(registered):
+    import json
+
+    spec = json.__spec__
+    registered(make_plugin(linen_exports=lambda: {'test_json_mod': 'json'}), 'test-module')
+    from linen.nn.test_json_mod import dumps
+
+    assert dumps is json.dumps and sys.modules['linen.nn.test_json_mod'] is json
+    assert json.__spec__ is spec
+    _bus.unregister('test-module')
+    assert 'linen.nn.test_json_mod' not in sys.modules
+    with pytest.raises(ModuleNotFoundError, match="No module named 'linen.nn.test_json_mod'"):
+        importlib.import_module('linen.nn.test_json_mod')
+
+
 def test_dir_lists_installed_names():
     names = dir(nn)
     assert names == sorted(names)
@@ -305,6 +355,24 @@ def test_disabled_distribution_gives_install_hint():
     assert 'linen-layers' in result['msg']
     # This suite runs on an editable checkout: the hint installs the sibling folder.
     assert 'pip install -e ' in result['msg'] and 'packages/linen-layers' in result['msg']
+
+
+def test_submodule_of_a_disabled_distribution_gives_install_hint():
+    result = run_fresh(
+        """
+        import json
+        try:
+            from linen.nn.initializers import lecun_normal
+            error = None
+        except ModuleNotFoundError as exc:
+            error = [exc.name, str(exc)]
+        print(json.dumps({'error': error}))
+        """,
+        LINEN_DISABLE_PLUGINS='layers',
+    )
+    name, message = result['error']
+    assert name == 'linen.nn.initializers'
+    assert 'linen-layers' in message and 'pip install' in message
 
 
 def test_disable_plugins_comma_list_blocks_each():

@@ -6,6 +6,11 @@ distributions register exactly like third-party ones). Values given as
 distribution is not installed raises an ``AttributeError`` that names the
 distribution and the ``pip install`` that brings it.
 
+Exported modules import as submodules, as Flax's do: ``from linen.nn.initializers
+import lecun_normal`` and ``import linen.nn.partitioning`` bind the very module
+``linen.nn.initializers`` (``linen.nn.partitioning``) names, see
+:class:`_SubmoduleFinder`.
+
 One misbehaving plugin costs only its own names: if its ``linen_exports`` raises
 or returns something that is not a mapping of names, or it exports a name a
 first-party distribution owns, a :class:`~linen.core.errors.PluginWarning` names
@@ -17,7 +22,11 @@ both export is withheld: reading it raises
 
 from __future__ import annotations
 
+import importlib
+import importlib.machinery
+import sys
 import threading
+import types
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -54,6 +63,9 @@ class _Table(NamedTuple):
 
 _table: _Table | None = None
 _resolved: set[str] = set()
+# `linen.nn.<name>...` entries of sys.modules made by `_SubmoduleFinder`
+_aliased: set[str] = set()
+_PREFIX = __name__ + '.'
 # messages already warned for the current plugin set (a problem warns once per set)
 _warned: set[str] = set()
 
@@ -155,6 +167,11 @@ def _drop_cache() -> None:
         for name in _resolved:
             g.pop(name, None)
         _resolved.clear()
+        # Submodule imports answered from the old table: the next import asks the new.
+        for fullname in _aliased:
+            sys.modules.pop(fullname, None)
+            g.pop(fullname[len(_PREFIX) :].partition('.')[0], None)
+        _aliased.clear()
 
 
 _bus.on_plugins_changed(_drop_cache)
@@ -210,3 +227,73 @@ def _missing_message(name: str, table: _Table) -> tuple[str, PluginError | None]
         f'failed: {hint}'
     )
     return message, failures[0]
+
+
+# --------------------------------------------------------------------------- submodules
+
+
+class _SubmoduleFinder:
+    """Answers ``import linen.nn.<name>`` where ``linen.nn.<name>`` is an exported module.
+
+    Flax's ``flax.linen.initializers``, ``.linear``, ``.partitioning``... are files of
+    its package, so code imports from them directly (``from flax.linen.attention import
+    dot_product_attention_weights``). Here those modules live in the distribution that
+    owns them (``linen.layers.initializers``) and ``linen.nn`` has no file for them:
+    this finder, first on ``sys.meta_path``, gives the import the module the export
+    table names, and ``linen.nn.<name>.<rest>`` the module ``<rest>`` below it, so no
+    module ever runs a second time under another name. Names the table does not export
+    as a module are left to the other finders (``import linen.nn.Dense`` fails as
+    ``import flax.linen.Dense`` does); a first-party module whose distribution is not
+    installed raises ``ModuleNotFoundError`` with the ``pip install`` that brings it.
+    """
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if not fullname.startswith(_PREFIX):
+            return None
+        head, _, rest = fullname[len(_PREFIX) :].partition('.')
+        if head.startswith('_'):  # the facade's own files
+            return None
+        table = _get_table()
+        if head not in table.entries:
+            conflict = table.conflicts.get(head)
+            if conflict is not None:
+                raise conflict
+            if head in PROVIDED_BY:
+                message, cause = _missing_message(head, table)
+                raise ModuleNotFoundError(message, name=fullname) from cause
+            return None
+        module = __getattr__(head)
+        if not isinstance(module, types.ModuleType):
+            return None
+        real = module.__name__ + ('.' + rest if rest else '')
+        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(real))
+
+
+class _AliasLoader:
+    """Loads a module name as an alias of an already importable module.
+
+    The import machinery sets ``__spec__`` on whatever ``create_module`` returns;
+    ``exec_module`` gives the module its own spec back, so ``importlib.reload`` and
+    anything else reading ``__spec__`` still see where it lives.
+    """
+
+    def __init__(self, real: str) -> None:
+        self.real = real
+        self._spec: Any = None
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        module = importlib.import_module(self.real)
+        self._spec = module.__spec__
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        alias = module.__spec__.name
+        module.__spec__ = self._spec
+        with _lock:
+            _aliased.add(alias)
+
+
+if not any(isinstance(f, _SubmoduleFinder) for f in sys.meta_path):
+    # First: the path finder would otherwise run `linen/module/x.py` a second time as
+    # `linen.nn.module.x` (the parent's `__path__` is linen.module's).
+    sys.meta_path.insert(0, _SubmoduleFinder())
