@@ -287,3 +287,45 @@ def test_key_reuse_checker_with_lifted_splits(model, stage, jit):
     assert ours[0] == 'ok', ours
     assert ours[2] == theirs[2]
     assert_same_bits(ours[1], theirs[1])
+
+
+def _carry_created_in_the_loop(nn):
+    class Count(nn.Module):
+        @nn.compact
+        def __call__(self, c, x):
+            count = self.variable('state', 'count', lambda: jnp.zeros((), jnp.float32))
+            count.value = count.value + 1.0
+            h = c + x + 0.1 * count.value
+            return h, h
+
+    class Model(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            scan = nn.scan(Count, variable_axes={'params': 0}, variable_carry='state')
+            return scan()(jnp.zeros(x.shape[1:], x.dtype), x)[1]
+
+    return Model()
+
+
+@pytest.mark.parametrize('disable_jit', [False, True], ids=['jit', 'disable_jit'])
+def test_scan_step_creating_a_carried_variable(disable_jit):
+    # Documented difference D9 (docs/differences.md): with jit on both refuse the loop
+    # (the carry's structure changes); under disable_jit lax.scan is a Python loop and
+    # Flax runs it, while linen refuses it as with jit on.
+    from linen.transforms.errors import ScanCarryCreationError
+
+    x = jnp.ones((2, 3), jnp.float32)
+    with jax_settings({'jax_disable_jit': disable_jit}):
+        if disable_jit:
+            ys, variables = _carry_created_in_the_loop(flax_nn).init_with_output(
+                jax.random.key(0), x
+            )
+            # two steps: the count is 1, then 2; each step adds 0.1 * count to c + x
+            np.testing.assert_allclose(ys, [[1.1] * 3, [2.3] * 3], rtol=1e-6)
+            assert float(variables['state']['ScanCount_0']['count']) == 2.0
+        else:
+            with pytest.raises(TypeError, match='carry'):
+                _carry_created_in_the_loop(flax_nn).init(jax.random.key(0), x)
+        with pytest.raises(ScanCarryCreationError, match='"state"') as info:
+            _carry_created_in_the_loop(linen_nn).init(jax.random.key(0), x)
+    assert isinstance(info.value, TypeError)

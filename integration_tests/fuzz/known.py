@@ -14,6 +14,8 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import jax
+
 from integration_tests.fuzz.compare import Difference
 from integration_tests.fuzz.grammar import RECURRENT
 
@@ -36,6 +38,9 @@ class KnownFinding:
     # Only where Flax raised, with this text in its message (for a documented case of
     # linen running what Flax refuses: a program raising for another reason differs).
     flax_says: str = ''
+    # JAX flags that must be on for the finding to show (`jax_disable_jit`): a campaign
+    # run without them never matches it. Its reproducers set them themselves.
+    settings: frozenset[str] = frozenset()
 
     def applies(self) -> bool:
         return self.only_if is None or self.only_if()
@@ -44,6 +49,8 @@ class KnownFinding:
         if self.features is None or not self.features <= features:
             return False
         if not self.applies():
+            return False
+        if not all(getattr(jax.config, flag) for flag in self.settings):
             return False
         if self.any_of and not self.any_of & features:
             return False
@@ -240,6 +247,18 @@ KNOWN: tuple[KnownFinding, ...] = (
         frozenset({'lift.custom_vjp', 'custom.setup', 'lift.grad'}),
         ('init_raises_11',),
         flax_says='Custom VJP bwd rule must produce an output with the same container',
+    ),
+    KnownFinding(
+        'D9',
+        "under jax.disable_jit, Flax's nn.scan lets the first step create a variable in a "
+        'variable_carry collection (lax.scan then runs as a Python loop that checks no '
+        'carry structure) and runs; linen raises ScanCarryCreationError, as both libraries '
+        'refuse it (a TypeError) with jit on (docs/differences.md, "Smaller differences")',
+        None,
+        ('raises', 'error-type'),
+        frozenset({'lift.scan', 'lift.scan.carry_state=True'}),
+        ('init_raises_12',),
+        settings=frozenset({'jax_disable_jit'}),
     ),
     KnownFinding(
         'D6',

@@ -131,6 +131,21 @@ def test_known_findings_name_features_the_generator_writes():
             assert finding.any_of & seen
 
 
+def test_a_finding_of_a_jax_setting_matches_only_under_it():
+    # D9 shows only under jax.disable_jit; with jit on, the same difference is new.
+    from integration_tests.fuzz.compare import Difference
+    from integration_tests.fuzz.known import known_finding
+    from integration_tests.oracle import jax_settings
+
+    diff = Difference('init', 'raises', 'only linen raises ScanCarryCreationError: ...')
+    features = {'lift.scan', 'lift.scan.carry_state=True', 'custom.variable'}
+    with jax_settings({'jax_disable_jit': True}):
+        found = known_finding(diff, features)
+    assert found is not None and found.id == 'D9'
+    with jax_settings({'jax_disable_jit': False}):
+        assert known_finding(diff, features) is None
+
+
 def _flax_init_error(program: Program) -> str | None:
     outcomes = runner.execute(program.source(), 'flax', ('init',))
     error = outcomes['init'].error
