@@ -161,13 +161,6 @@ def flax_lazy_init_rounds_unlike_its_init() -> bool:
     return not all(np.array_equal(a, b) for a, b in leaves)
 
 
-def jit_disabled() -> bool:
-    """Whether the process runs under ``jax.disable_jit`` (``JAX_DISABLE_JIT=1``)."""
-    import jax
-
-    return bool(jax.config.jax_disable_jit)
-
-
 _LIFTED_STAGES = ('apply', 'jit_apply', 'grad', 'method', 'bind')
 
 KNOWN: tuple[KnownFinding, ...] = (
@@ -253,8 +246,9 @@ KNOWN: tuple[KnownFinding, ...] = (
         "under jax.disable_jit, Flax's nn.scan lets the first step create a variable in a "
         'variable_carry collection (lax.scan then runs as a Python loop that checks no '
         'carry structure) and runs; linen raises ScanCarryCreationError, as both libraries '
-        'refuse it (a TypeError) with jit on (docs/differences.md, "Smaller differences")',
-        None,
+        'refuse it (a TypeError) with jit on (docs/differences.md, "Smaller differences"; '
+        'first seen beside F32, left as it was, then documented)',
+        ('init', 'eval_shape', 'lazy_init'),
         ('raises', 'error-type'),
         frozenset({'lift.scan', 'lift.scan.carry_state=True'}),
         ('init_raises_12',),
@@ -332,17 +326,6 @@ KNOWN: tuple[KnownFinding, ...] = (
         ('warnings',),
         frozenset({'lift.jit'}),
         (),
-    ),
-    KnownFinding(
-        'F32',
-        "left as it is (F32's entry): under jax.disable_jit, an nn.scan body creating a "
-        "variable_carry collection runs on Flax (JAX's Python-loop scan compares no "
-        "carries); linen's own check refuses it, as both libraries do with jit on",
-        ('init', 'eval_shape', 'lazy_init'),
-        ('raises',),
-        frozenset({'lift.scan', 'lift.scan.carry_state=True'}),
-        (),
-        only_if=jit_disabled,
     ),
     KnownFinding(
         'F20',
