@@ -357,6 +357,20 @@ def test_disabled_distribution_gives_install_hint():
     assert 'pip install -e ' in result['msg'] and 'packages/linen-layers' in result['msg']
 
 
+def test_reloading_the_facade_keeps_one_submodule_finder():
+    result = run_fresh(
+        """
+        import importlib, json, sys
+        import linen.nn as nn
+        importlib.reload(nn)
+        finders = [type(f).__name__ for f in sys.meta_path].count('_SubmoduleFinder')
+        import linen.nn.meta as meta
+        print(json.dumps({'finders': finders, 'same': meta is nn.meta}))
+        """
+    )
+    assert result == {'finders': 1, 'same': True}
+
+
 def test_submodule_of_a_disabled_distribution_gives_install_hint():
     result = run_fresh(
         """

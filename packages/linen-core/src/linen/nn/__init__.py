@@ -293,7 +293,12 @@ class _AliasLoader:
             _aliased.add(alias)
 
 
-if not any(isinstance(f, _SubmoduleFinder) for f in sys.meta_path):
-    # First: the path finder would otherwise run `linen/module/x.py` a second time as
-    # `linen.nn.module.x` (the parent's `__path__` is linen.module's).
-    sys.meta_path.insert(0, _SubmoduleFinder())
+# First: the path finder would otherwise run `linen/module/x.py` a second time as
+# `linen.nn.module.x` (the parent's `__path__` is linen.module's). One finder, also
+# after `importlib.reload(linen.nn)` (which defines the class anew).
+sys.meta_path[:] = [
+    f
+    for f in sys.meta_path
+    if not (type(f).__name__ == '_SubmoduleFinder' and type(f).__module__ == __name__)
+]
+sys.meta_path.insert(0, _SubmoduleFinder())
