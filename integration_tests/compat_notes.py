@@ -13,59 +13,67 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
             'gradients combine by max needs JAX internals; no public API defines one).',
         ),
         'kw_only_dataclasses': (
-            'not supported',
-            "Flax's private backport of `kw_only` for Python < 3.10; linen needs 3.11 and "
-            'uses `dataclasses.KW_ONLY`/`field(kw_only=True)` directly (Flax semantics).',
+            'differs',
+            "`field`, `KW_ONLY` and `dataclass` of Flax's backport of `kw_only` (for "
+            'Python < 3.10), as `dataclasses` gives them natively: a `kw_only` field is '
+            "keyword-only in Python's sense, where Flax moves it to the end of the "
+            'positional arguments (see "Smaller differences").',
         ),
         'jit': (
             'differs',
-            'the parameters a key gives do not change under `nn.jit` (Flax documents that '
-            'they do); retraces when fields, static args, scope structure or the '
-            'profiling-label state change (not per instance: N instances of a class compile '
-            'once, each keeping its own label). Modules and Variables as arguments are '
-            'lifted, as in Flax. `setup` runs as in Flax on apply (twice per call outside '
-            'the compiled function, once per trace); on init one abstract trace per call '
-            'first learns which rng path hashes the compiled function takes as inputs (what '
-            'lets N instances compile once and keeps the parameters), so a trace counter '
-            'inside the body reads one more on init than in Flax (2 for N equal instances, '
-            'where Flax counts 1); a module whose rng use depends on its input shapes '
-            "(dropout per row in a loop over rows) learns each new shape's paths the same "
-            'way, with one more abstract trace. Other Python side effects of tracing follow '
-            'the same rule: '
-            "a warning a traced layer raises (`SelfAttention`'s `DeprecationWarning`) comes in "
-            "the stages where linen traces, which need not be Flax's (fuzz finding F19). "
+            'the parameters a key gives do not change under `nn.jit` (Flax documents that they '
+            'do); retraces when fields, static args, scope structure or the profiling-label '
+            'state change (not per instance: N instances of a class compile once, each keeping '
+            'its own label). Modules and Variables as arguments are lifted, as in Flax. `setup`'
+            ' runs as in Flax on apply (twice per call outside the compiled function, once per '
+            'trace); on init one abstract trace per call first learns which rng path hashes the'
+            ' compiled function takes as inputs (what lets N instances compile once and keeps '
+            'the parameters), so a trace counter inside the body reads one more on init than in'
+            ' Flax (2 for N equal instances, where Flax counts 1); a module whose rng use '
+            'depends on its input shapes (dropout per row in a loop over rows) learns each new '
+            "shape's paths the same way, with one more abstract trace. Other Python side "
+            'effects of tracing follow the same rule (an `nn.intercept_methods` interceptor '
+            'sees the calls inside where linen traces; fuzz D6): a warning a traced layer '
+            "raises (`SelfAttention`'s `DeprecationWarning`) comes in the stages where linen "
+            "traces, which need not be Flax's (fuzz finding F19). "
             "`static_argnums`/`donate_argnums` count the module as 0, as Flax's; only the "
             "donated arguments are donated. Flax's refusal of a function target's last two "
-            'arguments as static is not reproduced.',
+            'arguments as static is not reproduced. As in Flax, the method sees (and may '
+            'change) only the collections `variables=` admits and only the rng streams `rngs=` '
+            'admits.',
         ),
         'remat': (
             'differs',
             '`static_argnums` are placed as Flax places them (`self` is 0; 0 and -1 mark '
-            'nothing, -2 is the last argument); one past the positional arguments (an '
-            "argument passed by keyword) raises `RematStaticArgnumsError`, JAX's `ValueError` "
-            'text, at the call. `static_call_argnums` (new) count the call. `concrete=True` '
-            'raises when the transform is made (Flax: at the call; both a '
-            '`NotImplementedError`). Keyword arguments are passed through untraced (Flax '
-            'traces them).',
+            'nothing, -2 is the last argument); one past the positional arguments (an argument '
+            "passed by keyword) raises `RematStaticArgnumsError`, JAX's `ValueError` text, at "
+            'the call. `static_call_argnums` (new) count the call. `concrete=True` raises when '
+            'the transform is made (Flax: at the call; both a `NotImplementedError`). Keyword '
+            'arguments are passed through untraced (Flax traces them). As in Flax, the method '
+            'sees (and may change) only the collections `variables=` admits and only the rng '
+            'streams `rngs=` admits.',
         ),
         'checkpoint': ('differs', 'same as `remat`.'),
         'vmap': (
             'supported',
-            'Modules and Variables passed as arguments are lifted, and keyword arguments '
-            "are dropped with Flax's `RuntimeWarning`, as in Flax. A mapped variable "
-            'without the mapped axis (made in `setup` under `nn.jit`, outside the vmapped '
-            "call) raises `VmapVariableAxisError` naming it, an `IndexError` as Flax's.",
+            'Modules and Variables passed as arguments are lifted, and keyword arguments are '
+            "dropped with Flax's `RuntimeWarning`, as in Flax. The body sees only the rng "
+            'streams `split_rngs` names (`has_rng` says False for the others, drawing from one '
+            "is Flax's `InvalidRngError` or its fallback to `params`), as Flax's. A mapped "
+            'variable without the mapped axis (made in `setup` under `nn.jit`, outside the '
+            "vmapped call) raises `VmapVariableAxisError` naming it, an `IndexError` as Flax's.",
         ),
         'scan': (
             'supported',
-            'As in Flax: a collection no scan rule names is read-only in the body (`sow` '
-            'returns False; `linen_strict_scan_collections` makes a write to one raise '
-            '`ScanCollectionError` instead), and Modules passed as arguments or fields are '
-            "lifted; keyword arguments are dropped with Flax's `RuntimeWarning`. Where Flax "
-            "asserts, linen's error is an `AssertionError` too and names the fix: "
-            '`ScanCarryCreationError` (also a `TypeError`) for a body creating a '
-            '`variable_carry` collection, `ScanBroadcastAxisError` for '
-            '`variable_axes={...: nn.broadcast}` (use `variable_broadcast`).',
+            'As in Flax: the body sees only the rng streams `split_rngs` names; a collection no'
+            ' scan rule names is read-only in the body (`sow` returns False; '
+            '`linen_strict_scan_collections` makes a write to one raise `ScanCollectionError` '
+            'instead), and Modules passed as arguments or fields are lifted; keyword arguments '
+            "are dropped with Flax's `RuntimeWarning`. Where Flax asserts, linen's error is an "
+            '`AssertionError` too and names the fix: `ScanCarryCreationError` (also a '
+            '`TypeError`) for a body creating a `variable_carry` collection, '
+            '`ScanBroadcastAxisError` for `variable_axes={...: nn.broadcast}` (use '
+            '`variable_broadcast`).',
         ),
         **{
             n: (
@@ -107,6 +115,27 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
             "(`method_name == 'setup'`), as in Flax; context is Flax's `InterceptorContext`.",
         ),
         'tabulate': ('supported', 'provided by linen-profiling.'),
+        'WeightNorm': (
+            'supported',
+            "as Flax's, the wrapped layer changes no variables in `apply` (its sows and "
+            'captured intermediates are dropped, a state update raises '
+            '`ModifyScopeVariableError`), whatever `mutable=` says.',
+        ),
+        'fold_rngs': (
+            'supported',
+            'as in Flax, the target sees (and may change) only the collections `variables=` '
+            'admits and only the rng streams `rngs=` admits.',
+        ),
+        'map_variables': (
+            'supported',
+            'as in Flax, the target sees (and may change) only the mapped collections and the '
+            'others `variables=` admits, and only the rng streams `rngs=` admits.',
+        ),
+        'vjp': (
+            'supported',
+            '`multi_scope=True` lifts the Modules held in fields too and gives one '
+            "variable-cotangent dict per scope in a list, the module's own last, as Flax.",
+        ),
     },
     'flax.core': {
         **{
@@ -186,12 +215,14 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
             'differs',
             "Flax's convention: `jit(fn)(scope, hash_key, *args)` calls `fn(scope, hash_key, "
             '*args)`; `static_argnums` count the scope as 0 and skip the key; rng paths are '
-            'cleared inside (as Flax). Differs: rng counters are part of the compile key, so '
-            'a second call with advanced counters draws new keys (Flax reuses the first).',
+            'cleared inside (as Flax). Differs: rng counters are part of the compile key, so a '
+            'second call with advanced counters draws new keys (Flax reuses the first). The '
+            '`variables=` and `rngs=` filters apply as in Flax.',
         ),
         'fold_rngs': (
             'supported',
-            "Flax's convention: `fold_rngs(fn)(scope, hash_key, *args)`; rng paths cleared.",
+            "Flax's convention: `fold_rngs(fn)(scope, hash_key, *args)`; rng paths cleared; the"
+            ' `variables=` and `rngs=` filters apply as in Flax.',
         ),
         **{
             n: (
@@ -202,9 +233,19 @@ NOTES: dict[str, dict[str, tuple[str, str]]] = {
             for n in ('checkpoint', 'remat')
         },
         'scan': (
-            'differs',
-            'a scope, or a tuple or list of scopes (Flax takes any pytree of scopes); '
-            "keyword arguments dropped with Flax's `RuntimeWarning`, as Flax.",
+            'supported',
+            'any pytree of scopes (a tuple, list or dict), as Flax; keyword arguments dropped '
+            "with Flax's `RuntimeWarning`, as Flax.",
+        ),
+        'checkpoint': (
+            'supported',
+            "Flax's positional order; any pytree of scopes; `static_argnums` count the "
+            'arguments after the scope. The `variables=` and `rngs=` filters apply as in Flax.',
+        ),
+        'remat': (
+            'supported',
+            "Flax's positional order; any pytree of scopes; `static_argnums` count the "
+            'arguments after the scope. The `variables=` and `rngs=` filters apply as in Flax.',
         ),
     },
     'flax.core.scope': {

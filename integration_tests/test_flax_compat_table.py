@@ -157,7 +157,8 @@ def test_supported_submodules_import_by_their_flax_path(flax_module):
     assert not wrong, f'{linen_module} submodules that do not import: {wrong}'
 
 
-def _regenerate() -> None:  # pragma: no cover - a maintenance script
+def rendered_table() -> str:
+    """The table as ``compat_notes.py`` and Flax's names give it, markers included."""
     sys.path.insert(0, str(DOC.parent.parent / 'integration_tests'))
     from compat_notes import NOTES as notes
 
@@ -174,11 +175,26 @@ def _regenerate() -> None:  # pragma: no cover - a maintenance script
             lines.append(f'| `{name}` | {status} | {note} |')
         lines.append('')
     lines.append(END)
+    return '\n'.join(lines)
+
+
+def test_the_table_is_what_the_notes_give():
+    # A note edited in the page alone is lost at the next regeneration (and a note
+    # edited in compat_notes.py alone never reaches the page): the two must agree.
+    text = DOC.read_text()
+    assert text[text.index(BEGIN) : text.index(END) + len(END)] == rendered_table(), (
+        'docs/differences.md and integration_tests/compat_notes.py disagree: edit the '
+        'note in compat_notes.py and run `python integration_tests/test_flax_compat_table.py`'
+    )
+
+
+def _regenerate() -> None:  # pragma: no cover - a maintenance script
+    table = rendered_table()
     text = DOC.read_text()
     if BEGIN in text:
-        text = text[: text.index(BEGIN)] + '\n'.join(lines) + text[text.index(END) + len(END) :]
+        text = text[: text.index(BEGIN)] + table + text[text.index(END) + len(END) :]
     else:
-        text = text.rstrip() + '\n\n' + '\n'.join(lines) + '\n'
+        text = text.rstrip() + '\n\n' + table + '\n'
     DOC.write_text(text)
 
 
