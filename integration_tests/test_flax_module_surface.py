@@ -256,3 +256,38 @@ def test_hash_of_module_defining_eq_alone_error_text():
         return hash(EqOnly())
 
     _assert_same_error(program)
+
+
+def test_scope_path_text_and_flags_read_as_flaxs():
+    # Code written for Flax logs or matches `self.scope.path_text` ('/outer/inner', the
+    # root '/') and reads `self.scope.flags` ({'initializing': True} in init).
+    def program(nn):
+        seen = []
+
+        class Inner(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                seen.append((self.scope.path_text, dict(self.scope.flags)))
+                return nn.Dense(2)(x)
+
+        class Outer(nn.Module):
+            @nn.compact
+            def __call__(self, x):
+                seen.append((self.scope.path_text, dict(self.scope.flags)))
+                return Inner(name='inner')(x)
+
+        x = jnp.ones((1, 3))
+        variables = Outer().init(jax.random.key(0), x)
+        Outer().apply(variables, x)
+        seen.append((Outer().bind(variables).scope.path_text, None))
+        return seen
+
+    expected = [
+        ('/', {'initializing': True}),
+        ('/inner', {'initializing': True}),
+        ('/', {}),
+        ('/inner', {}),
+        ('/', None),
+    ]
+    assert program(flax_nn) == expected
+    assert program(linen_nn) == expected

@@ -239,7 +239,8 @@ def test_is_mutable_collection_and_path():
     assert not scope.is_mutable_collection('params')
     child = scope.push('a').push('b')
     assert child.path == ('a', 'b')
-    assert child.path_text == 'a/b'
+    # Flax's spelling, with the root as '/'
+    assert (child.path_text, scope.path_text) == ('/a/b', '/')
     assert child.root is scope
     assert child.mutable == ['cache']
 

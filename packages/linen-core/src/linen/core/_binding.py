@@ -42,9 +42,10 @@ def bind(
         own = {col: (_thaw(v) if in_filter(mutable, col) else v) for col, v in variables.items()}
     flags = dict(flags or {})
     # Read the global flag once per binding, not per parameter: config.update
-    # then takes effect on the next init/apply.
-    if 'shape_check' not in flags:
-        flags['shape_check'] = config.linen_shape_check
+    # then takes effect on the next init/apply. Only a switched-off check is written
+    # down: by default `scope.flags` holds what Flax's does.
+    if 'shape_check' not in flags and not config.linen_shape_check:
+        flags['shape_check'] = False
     return Scope(_Root(own, mutable), rngs=streams, flags=flags)
 
 

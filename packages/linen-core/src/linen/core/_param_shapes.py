@@ -148,8 +148,8 @@ def check_param_shape(scope, name, value, init_fn, init_args, init_kwargs, boxed
             shape = getattr(value, 'shape', None)
         if shape is not None:
             if tuple(shape) != one:
-                raise errors.ScopeParamShapeError(name, scope.path_text, shape, one)
+                raise errors.ScopeParamShapeError(name, scope._path_str, shape, one)
             return
     for leaf, want in zip(jax.tree_util.tree_leaves(value), expected):
         if tuple(np.shape(leaf)) != want:
-            raise errors.ScopeParamShapeError(name, scope.path_text, np.shape(leaf), want)
+            raise errors.ScopeParamShapeError(name, scope._path_str, np.shape(leaf), want)

@@ -226,6 +226,12 @@ class Scope:
 
     @property
     def path_text(self) -> str:
+        """The path as Flax writes it: ``'/outer/inner'``, and ``'/'`` for the root."""
+        return '/' + '/'.join(map(str, self.path))
+
+    @property
+    def _path_str(self) -> str:
+        # The path without the leading slash, as the error classes take it.
         return '/'.join(map(str, self.path))
 
     @property
@@ -263,7 +269,7 @@ class Scope:
         return rngs
 
     def __repr__(self) -> str:
-        return f'Scope(path={self.path_text!r})'
+        return f'Scope(path={self._path_str!r})'
 
     # -- validity -----------------------------------------------------------------
 
@@ -296,7 +302,7 @@ class Scope:
 
     def _check_valid(self) -> None:
         if not self._root.valid:
-            raise errors.InvalidScopeError(self.path_text or '<root>')
+            raise errors.InvalidScopeError(self._path_str or '<root>')
 
     @contextlib.contextmanager
     def temporary(self):
@@ -312,7 +318,7 @@ class Scope:
         """Claim ``name`` in this scope; a variable name may repeat across collections."""
         if not isinstance(name, str):
             raise TypeError(
-                f'Variable and submodule names must be str, got {name!r} in {self.path_text!r}.'
+                f'Variable and submodule names must be str, got {name!r} in {self._path_str!r}.'
             )
         taken = self.reservations.get(name)
         if taken is None:
@@ -320,7 +326,7 @@ class Scope:
             return
         if col is None or col in taken or None in taken:
             raise errors.DuplicateScopeNameError(
-                name, self.path_text, f'variable of collection "{col}"' if col else 'child scope'
+                name, self._path_str, f'variable of collection "{col}"' if col else 'child scope'
             )
         taken.add(col)
 
@@ -495,7 +501,7 @@ class Scope:
                 return v
         if default is not _ABSENT:
             return default
-        raise errors.ScopeVariableNotFoundError(name, col, self.path_text)
+        raise errors.ScopeVariableNotFoundError(name, col, self._path_str)
 
     def put_variable(self, col: str, name: str, value: Any) -> None:
         root = self._root
@@ -505,7 +511,7 @@ class Scope:
         if mutable is None:
             mutable = self.is_mutable_collection(col)
         if not mutable:
-            raise errors.ModifyScopeVariableError(col, name, self.path_text, root.lifted)
+            raise errors.ModifyScopeVariableError(col, name, self._path_str, root.lifted)
         d = self._cols.get(col)
         if d is None or type(d) is not dict:
             d = self._mutable_collection(col)
@@ -534,9 +540,9 @@ class Scope:
             if not self.is_mutable_collection(col) or init_fn is None:
                 if self.is_collection_empty(col):
                     raise errors.ScopeCollectionNotFound(
-                        col, name, self.path_text, self._root.lifted
+                        col, name, self._path_str, self._root.lifted
                     )
-                raise errors.ScopeVariableNotFoundError(name, col, self.path_text)
+                raise errors.ScopeVariableNotFoundError(name, col, self._path_str)
             if EAGER_LAZY_INIT.get():  # an eager lazy_init: off its shape trace
                 value = concrete_init(init_fn, init_args, init_kwargs, self.rng_counters)
             else:
@@ -572,9 +578,9 @@ class Scope:
             if not self.is_mutable_collection('params'):
                 if self.is_collection_empty('params'):
                     raise errors.ScopeCollectionNotFound(
-                        'params', name, self.path_text, self._root.lifted
+                        'params', name, self._path_str, self._root.lifted
                     )
-                raise errors.ScopeParamNotFoundError(name, self.path_text)
+                raise errors.ScopeParamNotFoundError(name, self._path_str)
             if init_fn is _ZEROS or init_fn is _ONES:
                 # These ignore their key: draw it (the stream's count moves on and a
                 # missing key still raises) but skip the fold-in, a dispatched op
@@ -630,7 +636,7 @@ class Scope:
                 # Flax's sentence first (the scope's name: None at the root).
                 raise errors.InvalidRngError(
                     f'{self.name} needs PRNG for "{name}". No key for stream "{name}" '
-                    f'was given to the scope "/{self.path_text}" (nor a "params" key '
+                    f'was given to the scope "/{self._path_str}" (nor a "params" key '
                     f'to fall back to). Pass `rngs={{"{name}": key}}` to `init`/`apply`.'
                 )
             name = 'params'
@@ -672,7 +678,8 @@ def _root_from_flax_arguments(variables, rngs, mutable, path, flags):
             streams[stream] = RngStream(check_rngs({stream: rng})[stream])
     own = {col: (_thaw(v) if in_filter(mutable, col) else v) for col, v in variables.items()}
     flags = dict(flags or {})
-    flags.setdefault('shape_check', config.linen_shape_check)
+    if 'shape_check' not in flags and not config.linen_shape_check:
+        flags['shape_check'] = False  # (as `bind` does)
     return _Root(own, mutable, offset=len(tuple(path))), streams, flags
 
 

@@ -535,7 +535,7 @@ class Module(_DataclassLike):
             if scope.has_variable(collection, name):
                 old = scope.get_variable(collection, name)
                 return jax.tree_util.tree_map(lambda a, b: a + b, value, old)
-            raise errors.PerturbationNotFoundError(collection, name, scope.path_text)
+            raise errors.PerturbationNotFoundError(collection, name, '/'.join(map(str, scope.path)))
         return value
 
     # -- cloning and binding -----------------------------------------------------

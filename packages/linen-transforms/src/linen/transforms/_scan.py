@@ -346,8 +346,12 @@ class _Scan:
             inner, c, ys = run_step(v, keys, c, f)
             for scope, i, rest, cv in zip(scopes, inner, ins.rest_vars, ins.carry_vars):
                 out = Groups.of(_pack.inner_mutated(i, self.filters), self.n_out_axes)
-                written.extend((scope.path_text, col) for col in _restructured(out.rest, rest))
-                created.extend((scope.path_text, col) for col in _restructured(out.carry, cv))
+                written.extend(
+                    ('/'.join(map(str, scope.path)), col) for col in _restructured(out.rest, rest)
+                )
+                created.extend(
+                    ('/'.join(map(str, scope.path)), col) for col in _restructured(out.carry, cv)
+                )
             return inner, c, ys
 
         init_bcast = self.check_constancy_invariants and any(

@@ -25,7 +25,9 @@ def _check_mapped_axes(groups, axes, scope: Scope) -> None:
                 shape = getattr(leaf, 'shape', None)
                 if shape is not None and not -len(shape) <= axis < len(shape):
                     name = '/'.join(str(getattr(k, 'key', k)) for k in keys)
-                    raise VmapVariableAxisError(collection, name, shape, axis, scope.path_text)
+                    raise VmapVariableAxisError(
+                        collection, name, shape, axis, '/'.join(map(str, scope.path))
+                    )
 
 
 def _first_leaf_size(tree: Any, axis: int, sizes: set) -> None:
