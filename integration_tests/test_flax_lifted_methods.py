@@ -254,3 +254,45 @@ def test_jit_with_submodule_fields_traces_once_per_configuration_as_flax(jit_cla
         outs.append([float(y) for y in ys])
     assert counts[1] == counts[0] == 2
     assert outs[1] == outs[0] == [9.0, 9.0, 18.0, 18.0]
+
+
+def _classes_inside(nn):
+    seen = []
+
+    class Cell(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            seen.append(type(self).__name__)
+            return nn.Dense(3)(x)
+
+    transforms = {
+        'jit': nn.jit(Cell),
+        'remat': nn.remat(Cell),
+        'vmap': nn.vmap(Cell, variable_axes={'params': 0}, split_rngs={'params': True}),
+    }
+    out = {}
+    for kind, lifted in transforms.items():
+
+        class Top(nn.Module):
+            @nn.compact
+            def __call__(self, x, lifted=lifted):
+                return lifted(name='inner')(x)
+
+        seen.clear()
+        variables = Top().init(jax.random.key(0), jnp.ones((2, 3)))
+        Top().apply(variables, jnp.ones((2, 3)))
+        out[kind] = (type(lifted(name='x')).__name__, sorted(set(seen)))
+    return out
+
+
+def test_a_lifted_class_runs_its_method_on_an_instance_of_the_class_it_lifts():
+    # `nn.jit(Cell)` is the subclass `JitCell`; inside the transform the method runs on
+    # a `Cell`, as under the other lifted class transforms (code reading
+    # `type(self).__name__` there, to name or log, sees the class it wrote).
+    expected = {
+        'jit': ('JitCell', ['Cell']),
+        'remat': ('CheckpointCell', ['Cell']),
+        'vmap': ('VmapCell', ['Cell']),
+    }
+    assert _classes_inside(flax_nn) == expected
+    assert _classes_inside(linen_nn) == expected

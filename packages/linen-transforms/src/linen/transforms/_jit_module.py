@@ -65,6 +65,7 @@ def jit_class(target: type, methods: Sequence[str] | None, options: dict) -> typ
             method_name,
             lambda clone, _, *a, orig=orig, **k: orig(clone, *a, **k),
             options,
+            base=target,
         )
     jitted_cls = type(f'Jit{target.__name__}', (target,), attrs)
     if cache_key is not None:
@@ -139,7 +140,13 @@ def _field_key(value: Any) -> Any:
     return value
 
 
-def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dict) -> Callable:
+def _jit_method(
+    orig: Callable, method_name: str, runner: Callable, options: dict, base: type | None = None
+) -> Callable:
+    """``orig`` compiled over the module's scopes; ``runner(clone, compact, *a, **k)``
+    runs it inside on a clone bound to the inner scope. ``base``: the class ``nn.jit``
+    was applied to, whose instance the clone is (as in Flax, and as the other lifted
+    class transforms make it); None keeps the module's own class."""
 
     def body(extra, inner_scope, *args, **kwargs):
         module, compact, objects, fields = extra
@@ -148,8 +155,13 @@ def _jit_method(orig: Callable, method_name: str, runner: Callable, options: dic
             inner_scope, others = inner_scope[0], inner_scope[1:]
             args, kwargs = _args.restore(args, kwargs, objects, others)
             updates = _args.restore_fields(fields, objects, others)
-        fresh = readopted(module, {f: module.__dict__[f] for f in field_names(type(module))})
-        clone = module.clone(parent=inner_scope, **{**fresh, **updates})
+        attrs = {f: module.__dict__[f] for f in field_names(type(module))}
+        attrs.update(readopted(module, attrs))
+        attrs.update(updates)
+        if base is None:
+            clone = module.clone(parent=inner_scope, **attrs)
+        else:
+            clone = base(parent=inner_scope, name=module.__dict__['name'], **attrs)
         if compact and module.scope.reservations:
             # The names the compact method gave out so far stay taken (as in Flax).
             reserve_callers_names(clone, module.scope.reservations)
