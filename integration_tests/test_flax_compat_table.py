@@ -86,21 +86,29 @@ def linen_has(linen_module: str, name: str) -> bool:
     return True
 
 
-def table_rows() -> dict[str, dict[str, str]]:
-    """``{flax module: {name: status}}`` parsed from the table in the docs."""
+def table_entries() -> dict[str, dict[str, tuple[str, str]]]:
+    """``{flax module: {name: (status, note)}}`` parsed from the table in the docs."""
     text = DOC.read_text()
     text = text[text.index(BEGIN) : text.index(END)]
-    rows: dict[str, dict[str, str]] = {}
+    rows: dict[str, dict[str, tuple[str, str]]] = {}
     section = None
     for line in text.splitlines():
         heading = re.match(r'^### `([\w.]+)`', line)
         if heading:
             section = rows.setdefault(heading.group(1), {})
             continue
-        row = re.match(r'^\| `([\w.]+)` \| (supported|differs|not supported) \|', line)
+        row = re.match(r'^\| `([\w.]+)` \| (supported|differs|not supported) \| (.*) \|$', line)
         if row and section is not None:
-            section[row.group(1)] = row.group(2)
+            section[row.group(1)] = (row.group(2), row.group(3).strip())
     return rows
+
+
+def table_rows() -> dict[str, dict[str, str]]:
+    """``{flax module: {name: status}}`` parsed from the table in the docs."""
+    return {
+        module: {name: status for name, (status, _) in rows.items()}
+        for module, rows in table_entries().items()
+    }
 
 
 @pytest.mark.parametrize('flax_module', list(NAMESPACES))
@@ -186,24 +194,15 @@ def test_the_tables_notes_are_compat_notes():
     sys.path.insert(0, str(DOC.parent.parent / 'integration_tests'))
     from compat_notes import NOTES
 
-    text = DOC.read_text()
-    text = text[text.index(BEGIN) : text.index(END)]
-    wrong, section = [], ''
-    for line in text.splitlines():
-        heading = re.match(r'^### `([\w.]+)`', line)
-        if heading:
-            section = heading.group(1)
-            continue
-        row = re.match(r'^\| `([\w.]+)` \| (supported|differs|not supported) \| (.*) \|$', line)
-        if row is None:
-            continue
-        name, status, note = row.group(1), row.group(2), row.group(3).strip()
-        given = NOTES.get(section, {}).get(name)
-        if given is None:
-            if note not in ('', 'TODO'):
-                wrong.append(f'{section}.{name}: a note compat_notes.py lacks')
-        elif (status, note) != given:
-            wrong.append(f'{section}.{name}: not as compat_notes.py says')
+    wrong = []
+    for section, rows in table_entries().items():
+        for name, (status, note) in rows.items():
+            given = NOTES.get(section, {}).get(name)
+            if given is None:
+                if note not in ('', 'TODO'):
+                    wrong.append(f'{section}.{name}: a note compat_notes.py lacks')
+            elif (status, note) != given:
+                wrong.append(f'{section}.{name}: not as compat_notes.py says')
     assert not wrong, (
         f'{wrong}: edit the note in integration_tests/compat_notes.py and run '
         '`python integration_tests/test_flax_compat_table.py`'
