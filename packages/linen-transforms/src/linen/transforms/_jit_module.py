@@ -30,7 +30,7 @@ from linen.transforms._module_lift import (
     _mark,
     check_methods,
     check_setup,
-    readopted,
+    inner_clone,
     reserve_callers_names,
 )
 
@@ -144,9 +144,8 @@ def _jit_method(
     orig: Callable, method_name: str, runner: Callable, options: dict, base: type | None = None
 ) -> Callable:
     """``orig`` compiled over the module's scopes; ``runner(clone, compact, *a, **k)``
-    runs it inside on a clone bound to the inner scope. ``base``: the class ``nn.jit``
-    was applied to, whose instance the clone is (as in Flax, and as the other lifted
-    class transforms make it); None keeps the module's own class."""
+    runs it inside on the :func:`inner_clone` (of ``base``, the class ``nn.jit`` was
+    applied to, when given)."""
 
     def body(extra, inner_scope, *args, **kwargs):
         module, compact, objects, fields = extra
@@ -155,13 +154,7 @@ def _jit_method(
             inner_scope, others = inner_scope[0], inner_scope[1:]
             args, kwargs = _args.restore(args, kwargs, objects, others)
             updates = _args.restore_fields(fields, objects, others)
-        attrs = {f: module.__dict__[f] for f in field_names(type(module))}
-        attrs.update(readopted(module, attrs))
-        attrs.update(updates)
-        if base is None:
-            clone = module.clone(parent=inner_scope, **attrs)
-        else:
-            clone = base(parent=inner_scope, name=module.__dict__['name'], **attrs)
+        clone = inner_clone(module, inner_scope, updates, base)
         if compact and module.scope.reservations:
             # The names the compact method gave out so far stay taken (as in Flax).
             reserve_callers_names(clone, module.scope.reservations)

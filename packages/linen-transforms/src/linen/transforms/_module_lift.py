@@ -148,20 +148,29 @@ def _run_lifted(self, method_name, make_lifted, multi_scope, run, args, kwargs, 
             inner_scope, others = inner_scope[0], inner_scope[1:]
             a, k = _args.restore(a, k, objects, others)
             updates = _args.restore_fields(fields, objects, others)
-        if base is None:
-            fresh = readopted(self, {f: self.__dict__[f] for f in field_names(type(self))})
-            clone = self.clone(parent=inner_scope, **{**fresh, **updates})
-        else:
-            attrs = {f: self.__dict__[f] for f in field_names(base)}
-            attrs.update(readopted(self, attrs))
-            attrs.update(updates)
-            clone = base(parent=inner_scope, name=self.__dict__['name'], **attrs)
+        clone = inner_clone(self, inner_scope, updates, base)
         if reserved is not None:
             reserve_callers_names(clone, reserved)
         return _check_returns(run(clone, a, k), method_name)
 
     scopes = (scope, *_args.scopes_of(objects)) if objects else scope
     return make_lifted(body)(scopes, *args, **kwargs)
+
+
+def inner_clone(module: Any, inner_scope: Any, updates: dict, base: type | None) -> Any:
+    """``module`` bound to a transform's inner scope, its fields updated by ``updates``.
+
+    ``base``: the class a lifted class transform was applied to, whose instance the
+    clone is (as in Flax); None keeps the module's own class. Submodules the module
+    adopted are adopted afresh (see :func:`readopted`).
+    """
+    if base is None:
+        fresh = readopted(module, {f: module.__dict__[f] for f in field_names(type(module))})
+        return module.clone(parent=inner_scope, **{**fresh, **updates})
+    attrs = {f: module.__dict__[f] for f in field_names(base)}
+    attrs.update(readopted(module, attrs))
+    attrs.update(updates)
+    return base(parent=inner_scope, name=module.__dict__['name'], **attrs)
 
 
 def reserve_callers_names(clone: Any, reserved: dict) -> None:
