@@ -227,7 +227,7 @@ class Scope:
     @property
     def path_text(self) -> str:
         """The path as Flax writes it: ``'/outer/inner'``, and ``'/'`` for the root."""
-        return '/' + '/'.join(map(str, self.path))
+        return '/' + self._path_str
 
     @property
     def _path_str(self) -> str:
